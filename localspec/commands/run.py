@@ -1,0 +1,130 @@
+"""`localspec run PROMPT`: one generation, headless, streamed or as one JSON object."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from localspec.errors import ConfigError
+from localspec.runtime.context import ContextSettings
+from localspec.runtime.model import ModelSettings
+from localspec.runtime.pair import load_pair
+from localspec.spec.builder import build_engine
+from localspec.spec.engine import GenParams
+from localspec.spec.sampling import SamplingParams
+
+
+def add_model_args(p) -> None:
+    """Model and runtime flags shared by every command that runs a model."""
+    p.add_argument("--target", metavar="PATH", help="target GGUF (the model whose output you get)")
+    p.add_argument("--draft", metavar="PATH", help="draft GGUF with the target's vocabulary")
+    p.add_argument("--no-draft", action="store_true", help="do not use a draft model")
+    p.add_argument("--n-gpu-layers", type=int, default=None, metavar="N", help="target layers to offload (-1: all)")
+    p.add_argument("--draft-n-gpu-layers", type=int, default=None, metavar="N", help="draft layers to offload")
+    p.add_argument("--ctx-size", type=int, default=4096, metavar="N", help="context window in tokens")
+    p.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads (0: one per core)")
+    p.add_argument("--flash-attn", choices=("auto", "on", "off"), default="auto")
+
+
+def add_generation_args(p) -> None:
+    p.add_argument("--draft-max", type=int, default=8, metavar="K", help="most tokens drafted per step")
+    p.add_argument("--draft-p-min", type=float, default=0.75, metavar="P",
+                   help="stop drafting when the draft model's top probability falls below P")
+    p.add_argument("--max-tokens", type=int, default=256, metavar="N")
+    p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=40)
+    p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument("--min-p", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=None, metavar="S")
+    p.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop string (repeatable)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="generate once from a prompt (headless)")
+    p.add_argument("prompt", metavar="PROMPT")
+    add_model_args(p)
+    add_generation_args(p)
+    p.add_argument("--raw", action="store_true", help="feed the prompt as plain text, without the chat template")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
+    p.set_defaults(func=cmd_run)
+
+
+def validate_args(args) -> None:
+    if args.draft and args.no_draft:
+        raise ConfigError("--draft and --no-draft contradict each other")
+    if args.draft_max < 0:
+        raise ConfigError("--draft-max must be >= 0")
+    if not 0.0 <= args.draft_p_min <= 1.0:
+        raise ConfigError("--draft-p-min must be between 0 and 1")
+    if args.max_tokens < 1:
+        raise ConfigError("--max-tokens must be >= 1")
+    if args.temperature < 0:
+        raise ConfigError("--temperature must be >= 0")
+
+
+def resolve_paths(args) -> tuple[str, str | None]:
+    """Explicit --target/--draft win; otherwise the configured or default pair (models package)."""
+    if args.target:
+        return args.target, (None if args.no_draft else args.draft)
+    try:
+        from localspec.models.resolve import resolve_models
+    except ModuleNotFoundError:
+        raise ConfigError("no model given: pass --target PATH") from None
+    target, draft = resolve_models(getattr(args, "pair", None), None, args.draft,
+                                   offline=getattr(args, "offline", False))
+    return str(target), (None if args.no_draft or draft is None else str(draft))
+
+
+def load_from_args(args):
+    validate_args(args)
+    target, draft = resolve_paths(args)
+    ctx = ContextSettings(n_ctx=args.ctx_size, n_threads=args.threads, flash_attn=args.flash_attn)
+    return load_pair(target, draft,
+                     target=ModelSettings(n_gpu_layers=_gpu(args.n_gpu_layers)),
+                     draft=ModelSettings(n_gpu_layers=_gpu(args.draft_n_gpu_layers)), ctx=ctx)
+
+
+def _gpu(n: int | None) -> int:
+    if n is not None:
+        return n
+    from localspec.runtime.backend import backend_info
+
+    return -1 if backend_info()["gpu_offload"] else 0  # offload everything when the build can
+
+
+def gen_params(args) -> GenParams:
+    sampling = SamplingParams(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p,
+                              seed=args.seed)
+    return GenParams(max_tokens=args.max_tokens, sampling=sampling, stop=tuple(args.stop), draft_max=args.draft_max)
+
+
+def prompt_tokens(model, prompt: str, raw: bool) -> list[int]:
+    if raw:
+        return model.tokenize(prompt)
+    from localspec.chat.prompt import chat_prompt_tokens
+
+    return chat_prompt_tokens(model, [{"role": "user", "content": prompt}])
+
+
+def cmd_run(args) -> int:
+    if getattr(args, "tools", False):
+        from localspec.commands.agent_run import cmd_agent_run
+
+        return cmd_agent_run(args)
+    pair = load_from_args(args)
+    engine = build_engine(pair, use_draft_model=not args.no_draft, draft_max=args.draft_max,
+                          draft_p_min=args.draft_p_min)
+    tokens = prompt_tokens(pair.target, args.prompt, args.raw)
+    params = gen_params(args)
+    if args.json:
+        gen = engine.generate(tokens, params)
+        print(json.dumps({"text": gen.text, "stats": gen.stats.to_dict(),
+                          "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None}))
+        return 0
+    for ev in engine.stream(tokens, params):
+        if ev.text:
+            sys.stdout.write(ev.text)
+            sys.stdout.flush()
+    sys.stdout.write("\n")
+    print(f"[{engine.last_stats.summary()}]", file=sys.stderr)
+    return 0

@@ -1,0 +1,44 @@
+"""Can a draft model be paired with a target? As strict as llama.cpp's common_speculative_are_compatible."""
+
+from __future__ import annotations
+
+import os
+
+from localspec.errors import IncompatibleDraftError
+from localspec.runtime.model import Model, ModelSettings
+
+MAX_VOCAB_SIZE_DIFFERENCE = 128
+CHECK_START_TOKEN_ID = 5  # ids below this are special tokens that families renumber freely
+
+
+def check_models_compat(target: Model, draft: Model) -> None:
+    """Raise IncompatibleDraftError naming the first difference; return None when the pair can speculate."""
+    t, d = target, draft
+    name = f"draft {d.path.name} vs target {t.path.name}"
+    if t.vocab_type != d.vocab_type:
+        raise IncompatibleDraftError(f"{name}: vocabulary types differ ({d.vocab_type} vs {t.vocab_type})")
+    if t.add_bos != d.add_bos or t.add_eos != d.add_eos or t.bos != d.bos or t.eos != d.eos:
+        raise IncompatibleDraftError(
+            f"{name}: BOS/EOS handling differs (draft bos={d.bos} add_bos={d.add_bos} eos={d.eos} add_eos={d.add_eos};"
+            f" target bos={t.bos} add_bos={t.add_bos} eos={t.eos} add_eos={t.add_eos})")
+    diff = abs(t.n_vocab - d.n_vocab)
+    if diff > MAX_VOCAB_SIZE_DIFFERENCE:
+        raise IncompatibleDraftError(
+            f"{name}: vocabulary sizes differ by {diff} ({d.n_vocab} vs {t.n_vocab}, at most "
+            f"{MAX_VOCAB_SIZE_DIFFERENCE} allowed)")
+    for tok in range(CHECK_START_TOKEN_ID, min(t.n_vocab, d.n_vocab)):
+        a, b = t.token_text(tok), d.token_text(tok)
+        if a != b:
+            raise IncompatibleDraftError(f"{name}: token {tok} differs ({b!r} in draft, {a!r} in target)")
+
+
+def check_draft_compat(target_path: str | os.PathLike, draft_path: str | os.PathLike) -> None:
+    """File-level check: loads only the two vocabularies (no weights), so it is cheap enough before any pairing."""
+    vocab_only = ModelSettings(vocab_only=True)
+    target = Model(target_path, vocab_only)
+    draft = Model(draft_path, vocab_only)
+    try:
+        check_models_compat(target, draft)
+    finally:
+        draft.close()
+        target.close()

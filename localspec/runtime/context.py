@@ -1,0 +1,168 @@
+"""Inference state over a Model: KV cache, batched decode, logits rows, rollback."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from localspec.errors import ContextOverflowError, LocalspecError
+from localspec.runtime.llama import lib
+from localspec.runtime.model import Model
+
+FLASH_ATTN = {"auto": lib.LLAMA_FLASH_ATTN_TYPE_AUTO, "on": lib.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+              "off": lib.LLAMA_FLASH_ATTN_TYPE_DISABLED}
+
+
+def default_threads() -> int:
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    n_ctx: int = 4096
+    n_batch: int = 512
+    n_threads: int = 0  # 0: one per core, up to 8
+    flash_attn: str = "auto"  # auto | on | off
+    swa_full: bool = True  # keep the whole sliding-window cache so rollback and prefix reuse stay exact
+
+
+class Context:
+    """One sequence (seq 0) on a model. `tokens` mirrors what is in the KV cache, position by position."""
+
+    def __init__(self, model: Model, settings: ContextSettings = ContextSettings()):
+        if settings.flash_attn not in FLASH_ATTN:
+            raise LocalspecError(f"flash_attn must be one of {', '.join(FLASH_ATTN)}, not {settings.flash_attn!r}")
+        self.model = model
+        self.settings = settings
+        n_ctx = min(settings.n_ctx, model.n_ctx_train) if model.n_ctx_train > 0 else settings.n_ctx
+        params = lib.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = settings.n_batch
+        params.n_ubatch = settings.n_batch
+        params.n_seq_max = 1
+        threads = settings.n_threads or default_threads()
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.flash_attn_type = FLASH_ATTN[settings.flash_attn]
+        params.swa_full = settings.swa_full
+        params.no_perf = True
+        ptr = lib.llama_init_from_model(model.ptr, params)
+        if not ptr:
+            raise LocalspecError(f"llama.cpp could not create a context of {n_ctx} tokens for {model.path.name}")
+        self.ptr = ptr
+        self.n_ctx = lib.llama_n_ctx(ptr)
+        self.n_batch = settings.n_batch
+        self.mem = lib.llama_get_memory(ptr)
+        self.tokens: list[int] = []
+        self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
+        self._n_vocab = model.n_vocab
+        for i in range(self.n_batch):  # one sequence: seq ids never change, so set them once
+            self._batch.n_seq_id[i] = 1
+            self._batch.seq_id[i][0] = 0
+
+    def close(self) -> None:
+        if getattr(self, "ptr", None):
+            lib.llama_batch_free(self._batch)
+            lib.llama_free(self.ptr)
+            self.ptr = None
+
+    def __del__(self):  # pragma: no cover
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def n_past(self) -> int:
+        return len(self.tokens)
+
+    def decode(self, tokens: Sequence[int], logits: Sequence[bool] | str = "last") -> None:
+        """Append `tokens` to the sequence in one llama_decode call (the caller keeps len(tokens) <= n_batch).
+
+        `logits` picks the rows that get an output: "last", "all", "none" or one bool per token. Rows that
+        need no logits skip the output layer, which is most of the cost for large vocabularies.
+        """
+        n = len(tokens)
+        if n == 0:
+            return
+        if n > self.n_batch:
+            raise ValueError(f"batch of {n} tokens exceeds n_batch={self.n_batch}")
+        if self.n_past + n > self.n_ctx:
+            raise ContextOverflowError(
+                f"context full: {self.n_past} + {n} tokens exceed the {self.n_ctx}-token window of {self.model.path.name}")
+        if logits == "last":
+            flags = [False] * (n - 1) + [True]
+        elif logits == "all":
+            flags = [True] * n
+        elif logits == "none":
+            flags = [False] * n
+        else:
+            flags = list(logits)
+        b = self._batch
+        base = self.n_past
+        for i, tok in enumerate(tokens):
+            b.token[i] = tok
+            b.pos[i] = base + i
+            b.logits[i] = flags[i]
+        b.n_tokens = n
+        rc = lib.llama_decode(self.ptr, b)
+        if rc != 0:
+            raise LocalspecError(f"llama_decode failed with code {rc} at position {base} ({n} tokens)")
+        self.tokens.extend(tokens)
+
+    def logits(self, i: int = -1) -> np.ndarray:
+        """Logits of batch row `i` of the last decode, as a zero-copy float32 view (valid until the next decode)."""
+        ptr = lib.llama_get_logits_ith(self.ptr, i)
+        if not ptr:
+            raise LocalspecError(f"no logits for batch row {i}")
+        return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self._n_vocab,))
+
+    def truncate(self, n: int) -> None:
+        """Roll back the KV cache to its first `n` tokens (rejected drafts leave no trace)."""
+        if n >= self.n_past:
+            return
+        if n <= 0:
+            self.clear()
+            return
+        if not lib.llama_memory_seq_rm(self.mem, 0, n, -1):
+            # Some caches (recurrent, trimmed sliding windows) cannot drop a suffix: rebuild from the prefix.
+            keep = self.tokens[:n]
+            self.clear()
+            self.prefill(keep)
+            return
+        del self.tokens[n:]
+
+    def clear(self) -> None:
+        lib.llama_memory_clear(self.mem, True)
+        self.tokens = []
+
+    def common_prefix(self, tokens: Sequence[int]) -> int:
+        n = 0
+        for a, b in zip(self.tokens, tokens):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    def prefill(self, tokens: Sequence[int], *, logits_last: bool = True) -> int:
+        """Make the cache hold exactly `tokens`, reusing the longest cached prefix; returns tokens evaluated.
+
+        At least the last token is re-evaluated when `logits_last` so its logits are available.
+        """
+        keep = self.common_prefix(tokens)
+        if logits_last and keep == len(tokens) and keep > 0:
+            keep -= 1
+        self.truncate(keep)
+        todo = list(tokens[keep:])
+        for start in range(0, len(todo), self.n_batch):
+            chunk = todo[start:start + self.n_batch]
+            last_chunk = start + self.n_batch >= len(todo)
+            self.decode(chunk, "last" if (last_chunk and logits_last) else "none")
+        return len(todo)
+
+    def set_threads(self, n: int) -> None:
+        lib.llama_set_n_threads(self.ptr, n, n)

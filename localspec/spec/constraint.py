@@ -1,0 +1,24 @@
+"""What the engine needs from a grammar (the llguidance tool-call constraint implements it)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+
+class Constraint(Protocol):
+    def allowed(self) -> np.ndarray:
+        """Boolean mask over the vocabulary: tokens the grammar accepts next."""
+
+    def consume(self, token: int) -> bool:
+        """Advance with an accepted token; False if the grammar refuses it (state unchanged)."""
+
+    def rollback(self, n: int) -> None:
+        """Undo the last `n` consumed tokens (rejected drafts)."""
+
+    def forced(self) -> list[int]:
+        """Tokens the grammar forces from here, whatever the model prefers (may be empty)."""
+
+    def done(self) -> bool:
+        """True once the grammar is complete and generation must stop."""

@@ -1,0 +1,48 @@
+"""The one small interface every drafter implements, and what a draft carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from localspec.spec.sampling import Dist, SamplingParams
+
+
+@dataclass
+class Draft:
+    """Proposed continuation. `origins[i]` names the drafter of tokens[i]; `forced[i]` marks tokens the grammar
+    forces (the target needs no logits to check them); `q[i]` is the proposal distribution (None = deterministic)."""
+
+    tokens: list[int] = field(default_factory=list)
+    origins: list[str] = field(default_factory=list)
+    forced: list[bool] = field(default_factory=list)
+    q: list[Dist | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def add(self, token: int, origin: str, forced: bool = False, q: Dist | None = None) -> None:
+        self.tokens.append(token)
+        self.origins.append(origin)
+        self.forced.append(forced)
+        self.q.append(q)
+
+
+@dataclass
+class DraftRequest:
+    history: Sequence[int]  # every token so far; the last one is not yet in the target's cache
+    max_len: int
+    sampling: SamplingParams
+    constraint: object | None = None  # a Constraint (localspec.spec.constraint) while a tool call is generated
+    rng: object | None = None
+
+
+class Drafter(Protocol):
+    name: str
+
+    def propose(self, req: DraftRequest) -> Draft: ...
+
+    def observe(self, draft: Draft, n_accepted: int) -> None:
+        """Feedback after verification (acceptance statistics, adaptive lengths, learned n-grams)."""
+
+    def reset(self) -> None: ...

@@ -1,0 +1,61 @@
+"""The draft model: a small LLM with the target's vocabulary proposes tokens from its own KV cache."""
+
+from __future__ import annotations
+
+from localspec.runtime.context import Context
+from localspec.spec.draft import Draft, DraftRequest
+from localspec.spec.sampling import filtered_dist, masked_argmax, top_prob
+
+
+class ModelDrafter:
+    name = "model"
+
+    def __init__(self, ctx: Context, *, max_len: int = 8, p_min: float = 0.75):
+        self.ctx = ctx
+        self.max_len = max_len
+        self.p_min = p_min
+
+    def propose(self, req: DraftRequest) -> Draft:
+        draft = Draft()
+        limit = min(req.max_len, self.max_len)
+        if limit <= 0:
+            return draft
+        ctx = self.ctx
+        if ctx.n_past + limit + 1 >= ctx.n_ctx:
+            return draft  # no room left: the target alone finishes the generation
+        # Only the tokens that differ from the cache are evaluated: the draft reuses its KV cache across steps.
+        ctx.prefill(req.history)
+        constraint = req.constraint
+        greedy = req.sampling.greedy
+        consumed = 0
+        try:
+            for j in range(limit):
+                logits = ctx.logits(-1)
+                allowed = constraint.allowed() if constraint is not None else None
+                if greedy:
+                    tok = masked_argmax(logits, allowed)
+                    if self.p_min > 0 and top_prob(logits, tok) < self.p_min:
+                        break
+                    q = None
+                else:
+                    q = filtered_dist(logits, req.sampling, allowed)
+                    if self.p_min > 0 and q.probs[0] < self.p_min:
+                        break
+                    tok = q.sample(req.rng)
+                if constraint is not None:
+                    if not constraint.consume(tok):
+                        break
+                    consumed += 1
+                draft.add(tok, self.name, q=q)
+                if j + 1 < limit:
+                    ctx.decode([tok])
+        finally:
+            if constraint is not None and consumed:
+                constraint.rollback(consumed)
+        return draft
+
+    def observe(self, draft: Draft, n_accepted: int) -> None:
+        pass  # rejected tokens are dropped lazily by the next prefill's common-prefix check
+
+    def reset(self) -> None:
+        self.ctx.clear()

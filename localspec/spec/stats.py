@@ -1,0 +1,117 @@
+"""Speculative statistics, per generation and cumulative (what the CLI, TUI and server report)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+
+@dataclass
+class DrafterStats:
+    drafted: int = 0
+    accepted: int = 0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+
+@dataclass
+class Stats:
+    generated_tokens: int = 0
+    prompt_tokens: int = 0
+    prefill_tokens: int = 0  # prompt tokens actually evaluated (the rest came from the reused cache)
+    target_passes: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    forced: int = 0  # accepted tokens that the grammar forced
+    per_position_drafted: list[int] = field(default_factory=list)
+    per_position_accepted: list[int] = field(default_factory=list)
+    drafters: dict[str, DrafterStats] = field(default_factory=lambda: defaultdict(DrafterStats))
+    prefill_s: float = 0.0
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    wall_s: float = 0.0
+    target_token_s: float = 0.0  # measured cost of one single-token target pass, for the speedup estimate
+    finish_reason: str = ""
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def mean_accepted_length(self) -> float:
+        """Tokens emitted per target forward pass (1.0 without speculation)."""
+        return self.generated_tokens / self.target_passes if self.target_passes else 0.0
+
+    @property
+    def generation_s(self) -> float:
+        return max(self.wall_s - self.prefill_s, 0.0)
+
+    @property
+    def other_s(self) -> float:
+        return max(self.generation_s - self.draft_s - self.verify_s, 0.0)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.generated_tokens / self.generation_s if self.generation_s > 0 else 0.0
+
+    @property
+    def estimated_speedup(self) -> float:
+        """Time target-only decoding would have taken (tokens x one measured single-token pass) over the time taken."""
+        if not self.target_token_s or self.generation_s <= 0:
+            return 0.0
+        return self.generated_tokens * self.target_token_s / self.generation_s
+
+    def record_position(self, pos: int, accepted: bool) -> None:
+        while len(self.per_position_drafted) <= pos:
+            self.per_position_drafted.append(0)
+            self.per_position_accepted.append(0)
+        self.per_position_drafted[pos] += 1
+        if accepted:
+            self.per_position_accepted[pos] += 1
+
+    def merge(self, other: "Stats") -> None:
+        """Add another generation's counts and times (session totals)."""
+        for name in ("generated_tokens", "prompt_tokens", "prefill_tokens", "target_passes", "drafted", "accepted",
+                     "forced", "prefill_s", "draft_s", "verify_s", "wall_s"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for pos, (d, a) in enumerate(zip(other.per_position_drafted, other.per_position_accepted)):
+            for _ in range(a):
+                self.record_position(pos, True)
+            for _ in range(d - a):
+                self.record_position(pos, False)
+        for name, ds in other.drafters.items():
+            self.drafters[name].drafted += ds.drafted
+            self.drafters[name].accepted += ds.accepted
+        self.target_token_s = other.target_token_s or self.target_token_s
+        self.finish_reason = other.finish_reason
+
+    def to_dict(self) -> dict:
+        return {
+            "generated_tokens": self.generated_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "prefill_tokens": self.prefill_tokens,
+            "target_passes": self.target_passes,
+            "drafted": self.drafted,
+            "accepted": self.accepted,
+            "acceptance_rate": round(self.acceptance_rate, 4),
+            "mean_accepted_length": round(self.mean_accepted_length, 4),
+            "forced": self.forced,
+            "acceptance_per_position": [round(a / d, 4) if d else 0.0 for d, a in
+                                        zip(self.per_position_drafted, self.per_position_accepted)],
+            "drafters": {k: {"drafted": v.drafted, "accepted": v.accepted,
+                             "acceptance_rate": round(v.acceptance_rate, 4)} for k, v in self.drafters.items()},
+            "tokens_per_second": round(self.tokens_per_second, 3),
+            "estimated_speedup": round(self.estimated_speedup, 3),
+            "time_s": {"prefill": round(self.prefill_s, 4), "draft": round(self.draft_s, 4),
+                       "verify": round(self.verify_s, 4), "other": round(self.other_s, 4)},
+            "wall_s": round(self.wall_s, 4),
+            "finish_reason": self.finish_reason,
+        }
+
+    def summary(self) -> str:
+        return (f"{self.generated_tokens} tokens, {self.tokens_per_second:.1f} tok/s, "
+                f"{self.target_passes} target passes, accepted {self.accepted}/{self.drafted} "
+                f"({100 * self.acceptance_rate:.0f}%), {self.mean_accepted_length:.2f} tokens/pass, "
+                f"est. speedup {self.estimated_speedup:.2f}x")

@@ -1,0 +1,116 @@
+"""Runtime layer on real llama.cpp: loading errors, tokenizer, logits rows, KV rollback, compatibility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from localspec.errors import IncompatibleDraftError, ModelFileError
+from localspec.runtime.backend import backend_info
+from localspec.runtime.compat import check_draft_compat
+from localspec.runtime.context import Context, ContextSettings
+from localspec.runtime.model import Model, ModelSettings
+
+
+def test_missing_file_is_one_line_error(tmp_path):
+    with pytest.raises(ModelFileError, match="model file not found"):
+        Model(tmp_path / "nope.gguf")
+
+
+def test_not_a_gguf(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"hello world, not a model")
+    with pytest.raises(ModelFileError, match="not a GGUF file"):
+        Model(bad)
+
+
+def test_truncated_gguf(tmp_path, tiny_target):
+    data = tiny_target.read_bytes()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelFileError, match="could not load"):
+        Model(cut)
+
+
+def test_tokenize_roundtrip_and_metadata(smollm2):
+    m = Model(smollm2)
+    text = 'héllo ✓ {"name": "read_file", "arguments": {"path": "a.txt"}}'
+    assert m.detokenize(m.tokenize(text, add_special=False)) == text
+    assert m.n_vocab == 49152
+    assert m.is_eog(m.eos)
+    assert "im_start" in (m.chat_template or "")
+    assert b"".join(m.token_bytes(t) for t in m.tokenize(text, add_special=False)).decode() == text
+
+
+def test_logits_only_for_requested_rows(tiny_target):
+    m = Model(tiny_target)
+    ctx = Context(m, ContextSettings(n_ctx=256))
+    toks = m.tokenize("the file name is")
+    ctx.decode(toks, [False] * (len(toks) - 2) + [True, True])
+    assert ctx.logits(len(toks) - 1).shape == (m.n_vocab,)
+    assert np.isfinite(ctx.logits(len(toks) - 2)).all()
+    with pytest.raises(Exception):
+        ctx.logits(0)  # no output was asked for row 0
+
+
+@pytest.mark.parametrize("fixture", ["tiny_target", "smollm2", "gemma"])
+def test_rollback_is_exact(fixture, request):
+    """After llama_memory_seq_rm the cache gives identical logits (Gemma's sliding-window cache included)."""
+    m = Model(request.getfixturevalue(fixture))
+    ctx = Context(m, ContextSettings(n_ctx=1024))
+    prompt = m.tokenize("The quick brown fox jumps over the lazy dog. " * 3)
+    ctx.prefill(prompt)
+    cont = m.tokenize(" And then it ran away to the forest", add_special=False)
+    ctx.decode(cont[:2], "none")
+    ctx.decode(cont[2:], "all")  # e.g. a draft that gets rejected
+    before = np.stack([ctx.logits(i).copy() for i in range(len(cont) - 2)])
+    ctx.truncate(len(prompt) + 2)
+    assert ctx.n_past == len(prompt) + 2
+    ctx.decode(cont[2:], "all")  # same batch shape, so quantized kernels see identical inputs
+    after = np.stack([ctx.logits(i).copy() for i in range(len(cont) - 2)])
+    np.testing.assert_array_equal(before, after)
+
+
+def test_prefill_reuses_common_prefix(tiny_target):
+    m = Model(tiny_target)
+    ctx = Context(m, ContextSettings(n_ctx=256))
+    a = m.tokenize("the file name is data")
+    assert ctx.prefill(a) == len(a)
+    b = a[:-1] + m.tokenize(" code", add_special=False)
+    n = ctx.prefill(b)
+    assert n == len(b) - (len(a) - 1)
+    assert ctx.tokens == b
+
+
+def test_context_overflow(tiny_target):
+    from localspec.errors import ContextOverflowError
+
+    m = Model(tiny_target)
+    ctx = Context(m, ContextSettings(n_ctx=64, n_batch=32))  # llama.cpp may round the window up
+    ctx.prefill([10 + i % 50 for i in range(ctx.n_ctx - 5)], logits_last=False)
+    with pytest.raises(ContextOverflowError, match="context full"):
+        ctx.decode(list(range(10, 20)))
+
+
+def test_compat_ok_and_mismatch(tiny_pair_paths, tiny_other_vocab):
+    target, draft = tiny_pair_paths
+    check_draft_compat(target, draft)
+    with pytest.raises(IncompatibleDraftError, match=r"token \d+ differs|vocabulary sizes differ"):
+        check_draft_compat(target, tiny_other_vocab)
+
+
+def test_compat_real_models_differ(smollm2, gemma):
+    with pytest.raises(IncompatibleDraftError, match="vocabulary"):
+        check_draft_compat(gemma, smollm2)
+
+
+def test_vocab_only_load_is_cheap(gemma):
+    m = Model(gemma, ModelSettings(vocab_only=True))
+    assert m.n_vocab == 262144
+
+
+def test_backend_info_reports_cpu():
+    info = backend_info()
+    assert info["backend"] in ("CPU", "CUDA", "Metal", "Vulkan", "ROCm", "HIP", "SYCL", "OpenCL", "MUSA", "CANN")
+    assert any(d["type"] == "CPU" for d in info["devices"])
+    assert isinstance(info["gpu_offload"], bool)
