@@ -16,6 +16,8 @@ from localspec.spec.sampling import SamplingParams
 
 def add_model_args(p) -> None:
     """Model and runtime flags shared by every command that runs a model."""
+    p.add_argument("--pair", metavar="NAME", help="installed model pair (default: the configured one)")
+    p.add_argument("--offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
     p.add_argument("--target", metavar="PATH", help="target GGUF (the model whose output you get)")
     p.add_argument("--draft", metavar="PATH", help="draft GGUF with the target's vocabulary")
     p.add_argument("--no-draft", action="store_true", help="do not use a draft model")
@@ -46,6 +48,12 @@ def register(sub) -> None:
     add_generation_args(p)
     p.add_argument("--raw", action="store_true", help="feed the prompt as plain text, without the chat template")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
+    from localspec.commands.agent_run import add_agent_args
+
+    add_agent_args(p)
+    from localspec.remote.command import add_remote_args
+
+    add_remote_args(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -65,6 +73,8 @@ def validate_args(args) -> None:
 def resolve_paths(args) -> tuple[str, str | None]:
     """Explicit --target/--draft win; otherwise the configured or default pair (models package)."""
     if args.target:
+        if getattr(args, "pair", None):
+            raise ConfigError("give --pair or --target, not both")
         return args.target, (None if args.no_draft else args.draft)
     try:
         from localspec.models.resolve import resolve_models
@@ -107,6 +117,10 @@ def prompt_tokens(model, prompt: str, raw: bool) -> list[int]:
 
 
 def cmd_run(args) -> int:
+    if getattr(args, "backend", "local") == "openai":
+        from localspec.remote.command import cmd_remote_run
+
+        return cmd_remote_run(args)
     if getattr(args, "tools", False):
         from localspec.commands.agent_run import cmd_agent_run
 

@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from localspec.runtime.pair import LoadedPair
+from localspec.spec.costs import CostModel
+from localspec.spec.drafters.history import CallHistory, HistoryDrafter
+from localspec.spec.drafters.hybrid import HybridDrafter
 from localspec.spec.drafters.model import ModelDrafter
+from localspec.spec.drafters.ngram import NgramDrafter
 from localspec.spec.engine import SpecEngine
+
+DRAFTERS = ("model", "schema", "history", "ngram")
 
 
 def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: int = 8,
-                 draft_p_min: float = 0.75) -> SpecEngine:
-    drafter = None
-    if use_draft_model and pair.draft_ctx is not None:
-        drafter = ModelDrafter(pair.draft_ctx, max_len=draft_max, p_min=draft_p_min)
-    return SpecEngine(pair.target_ctx, drafter)
+                 draft_p_min: float = 0.75, drafters: Iterable[str] | None = None,
+                 history: CallHistory | None = None, max_draft: int = 64) -> SpecEngine:
+    """`drafters=None` means the draft model alone (issue-2 behaviour); otherwise any of DRAFTERS, combined by the
+    hybrid policy. The draft model is used only if the pair has one and `use_draft_model` is set."""
+    names = set(drafters) if drafters is not None else {"model"}
+    unknown = names - set(DRAFTERS)
+    if unknown:
+        from localspec.errors import ConfigError
+
+        raise ConfigError(f"unknown drafter(s): {', '.join(sorted(unknown))}; choose from {', '.join(DRAFTERS)}")
+    model = None
+    if "model" in names and use_draft_model and pair.draft_ctx is not None:
+        model = ModelDrafter(pair.draft_ctx, max_len=draft_max, p_min=draft_p_min)
+    if names <= {"model"}:
+        return SpecEngine(pair.target_ctx, model)
+    costs = CostModel()
+    tokenize = lambda text: pair.target.tokenize(text, add_special=False)  # noqa: E731
+    hybrid = HybridDrafter(
+        costs=costs, schema="schema" in names, model=model, max_len=max_draft,
+        history=HistoryDrafter(tokenize, history) if "history" in names else None,
+        ngram=NgramDrafter() if "ngram" in names else None)
+    engine = SpecEngine(pair.target_ctx, hybrid, cost_model=costs)
+    engine.hybrid = hybrid
+    return engine

@@ -1,0 +1,150 @@
+"""Run a tool-calling suite under several drafting configs, side by side in one process, and score it."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from localspec.bench.scoring import case_correct
+from localspec.bench.suite import Case
+from localspec.chat.prompt import chat_prompt_tokens, tool_format
+from localspec.runtime.pair import LoadedPair
+from localspec.spec.builder import build_engine
+from localspec.spec.drafters.history import CallHistory
+from localspec.spec.engine import GenParams
+from localspec.spec.grammar import GrammarConstraint, tool_call_grammar
+from localspec.spec.sampling import SamplingParams
+
+CONFIGS = {
+    "baseline": None,
+    "model": ("model",),
+    "toolspec": ("schema", "history", "ngram"),
+    "all": ("schema", "history", "ngram", "model"),
+}
+SYSTEM = ("You are a function-calling assistant. Answer the user's request by calling the provided tools with "
+          "arguments taken from the request.")
+
+
+@dataclass
+class CaseResult:
+    id: str
+    text: str
+    calls: list[dict]
+    valid_json: bool
+    correct: bool
+    generated: int
+    passes: int
+    drafted: int
+    accepted: int
+    forced: int
+    prefill_s: float
+    generation_s: float
+    latency_s: float
+    drafters: dict = field(default_factory=dict)
+
+
+def case_prompt(pair: LoadedPair, case: Case) -> list[int]:
+    msgs = case.messages if case.messages and case.messages[0].get("role") == "system" else \
+        [{"role": "system", "content": SYSTEM}] + case.messages
+    return chat_prompt_tokens(pair.target, msgs, case.tools)
+
+
+def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int = 384, draft_max: int = 64,
+               progress=None) -> list[CaseResult]:
+    engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory())
+    fmt = tool_format(pair.target)
+    params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0), draft_max=draft_max)
+    ctx = pair.target_ctx
+    ctx.clear()
+    if pair.draft_ctx is not None:
+        pair.draft_ctx.clear()
+    # Warm up and calibrate the cost model outside the measured cases.
+    engine.generate(case_prompt(pair, cases[0]), GenParams(max_tokens=1))
+    ctx.clear()
+    hybrid = getattr(engine, "hybrid", None)
+    results = []
+    for n, case in enumerate(cases, 1):
+        t0 = time.perf_counter()
+        prompt = case_prompt(pair, case)
+        # BFCL's categories say whether several calls are wanted (OpenAI's parallel_tool_calls).
+        grammar = tool_call_grammar(case.tools, prefix=fmt.call_prefix, suffix=fmt.call_suffix,
+                                    parallel=case.category == "parallel")
+        gen = engine.generate(prompt, params, constraint=GrammarConstraint(pair.target, grammar))
+        latency = time.perf_counter() - t0
+        parsed = fmt.parse(gen.text)
+        calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
+        valid = bool(calls) and not parsed.errors
+        s = gen.stats
+        results.append(CaseResult(
+            id=case.id, text=gen.text, calls=calls, valid_json=valid,
+            correct=valid and case_correct(calls, case.ground_truth, case.tools, case.category),
+            generated=s.generated_tokens, passes=s.target_passes, drafted=s.drafted, accepted=s.accepted,
+            forced=s.forced, prefill_s=s.prefill_s, generation_s=s.generation_s, latency_s=latency,
+            drafters={k: [v.drafted, v.accepted] for k, v in s.drafters.items()}))
+        if hybrid is not None and hybrid.sources and hybrid.sources[0].name == "history":
+            hybrid.sources[0].add_call_tokens(gen.tokens, gen.text, calls[0]["name"] if calls else None)
+        if progress:
+            progress(n, len(cases), results[-1])
+    return results
+
+
+def summarize(results: list[CaseResult], baseline: list[CaseResult] | None) -> dict:
+    gen = sum(r.generated for r in results)
+    gen_s = sum(r.generation_s for r in results)
+    passes = sum(r.passes for r in results)
+    drafted = sum(r.drafted for r in results)
+    accepted = sum(r.accepted for r in results)
+    n = len(results)
+    drafters: dict[str, list[int]] = {}
+    for r in results:
+        for k, (d, a) in r.drafters.items():
+            tot = drafters.setdefault(k, [0, 0])
+            tot[0] += d
+            tot[1] += a
+    out = {
+        "tokens_per_second": round(gen / gen_s, 3) if gen_s else 0.0,
+        "speedup": None,
+        "mean_accepted_length": round(gen / passes, 3) if passes else 0.0,
+        "acceptance_rate": round(accepted / drafted, 4) if drafted else 0.0,
+        "forced_share": round(sum(r.forced for r in results) / gen, 4) if gen else 0.0,
+        "identical_to_baseline": None,
+        "valid_json": round(sum(r.valid_json for r in results) / n, 4),
+        "ast_accuracy": round(sum(r.correct for r in results) / n, 4),
+        "prefill_s": round(sum(r.prefill_s for r in results) / n, 4),
+        "latency_s": round(sum(r.latency_s for r in results) / n, 4),
+        "generated_tokens": gen,
+        "target_passes": passes,
+        "drafted": drafted,
+        "accepted": accepted,
+        "drafters": {k: {"drafted": d, "accepted": a, "acceptance_rate": round(a / d, 4) if d else 0.0}
+                     for k, (d, a) in drafters.items()},
+    }
+    if baseline is not None:
+        out["identical_to_baseline"] = round(sum(a.text == b.text for a, b in zip(results, baseline)) / n, 4)
+    return out
+
+
+def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_tokens: int = 384,
+              progress=None) -> dict:
+    raw: dict[str, list[CaseResult]] = {}
+    order = (["baseline"] if "baseline" not in configs else []) + configs  # speedups need baseline in this run
+    for name in order:
+        if name in raw:
+            continue
+        raw[name] = run_config(pair, cases, CONFIGS[name], max_tokens=max_tokens,
+                               progress=(lambda i, n, r, name=name: progress(name, i, n, r)) if progress else None)
+    base = raw["baseline"]
+    base_tps = summarize(base, None)["tokens_per_second"]
+    out = {"cases": len(cases), "configs": {}}
+    for name in configs:
+        summary = summarize(raw[name], base)
+        summary["speedup"] = round(summary["tokens_per_second"] / base_tps, 3) if base_tps else None
+        out["configs"][name] = summary
+    out["outputs"] = {name: [{"id": r.id, "text": r.text, "correct": r.correct} for r in raw[name]]
+                      for name in configs}
+    return out
+
+
+def dumps(result: dict) -> str:
+    return json.dumps(result)

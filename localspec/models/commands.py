@@ -1,0 +1,164 @@
+"""argparse subcommands: models, pull, add, rm, config. localspec.cli calls register(subparsers).
+
+Handlers return an exit code and raise LocalspecError for anything the user must fix (the CLI prints it as one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from localspec.errors import ConfigError
+from localspec.models.catalog import format_mb, load_catalog
+from localspec.models.config import config_keys, env_name, env_overrides, load_config, set_config_value
+from localspec.models.install import add_pair, pair_state, pull_file, pull_pair, remove
+from localspec.models.paths import get_paths
+from localspec.models.registry import load_registry
+from localspec.models.resolve import resolve_models, resolve_selection  # noqa: F401  (re-exported for other commands)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("models", help="list catalog pairs and installed model files")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_models)
+
+    p = subparsers.add_parser("pull", help="download a catalog pair, or one file: pull REPO_ID FILENAME")
+    p.add_argument("name", metavar="PAIR|REPO_ID", help="catalog pair name, or a hub repository id")
+    p.add_argument("filename", nargs="?", metavar="FILENAME", help="file in REPO_ID (downloads just that file)")
+    p.add_argument("--revision", help="branch, tag or commit of REPO_ID (default: main)")
+    p.add_argument("--offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
+    p.set_defaults(func=cmd_pull)
+
+    p = subparsers.add_parser("add", help="register local GGUF files as a named pair")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--target", required=True, metavar="PATH", help="target model GGUF")
+    p.add_argument("--draft", metavar="PATH", help="draft model GGUF (same vocabulary as the target)")
+    p.set_defaults(func=cmd_add)
+
+    p = subparsers.add_parser("rm", help="forget a pair (or REPO_ID FILENAME); --files deletes downloads")
+    p.add_argument("name", metavar="NAME|REPO_ID")
+    p.add_argument("filename", nargs="?", metavar="FILENAME")
+    p.add_argument("--files", action="store_true", help="also delete the downloaded files")
+    p.set_defaults(func=cmd_rm)
+
+    p = subparsers.add_parser("config", help="show or change settings (config.toml)")
+    sub = p.add_subparsers(dest="config_command", metavar="show|set", required=True)
+    s = sub.add_parser("show", help="effective settings (file + LOCALSPEC_* environment)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_config_show)
+    s = sub.add_parser("set", help="set KEY to VALUE in config.toml ('none' resets it)")
+    s.add_argument("key", metavar="KEY", help="e.g. default_pair, sampling.temperature, drafters.model")
+    s.add_argument("value", metavar="VALUE")
+    s.set_defaults(func=cmd_config_set)
+
+
+def _file_json(f, registry) -> dict:
+    return {**f.model_dump(), "installed": registry.usable(f.repo, f.file) is not None}
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    catalog, paths = load_catalog(), get_paths()
+    registry = load_registry(paths.registry_file)
+    default = load_config().default_pair or catalog.default
+    pairs = [{"name": n, "description": p.description, "default": n == default, "state": pair_state(p, registry),
+              "size": p.size, "target": _file_json(p.target, registry), "draft": _file_json(p.draft, registry),
+              "hints": p.hints.model_dump()} for n, p in catalog.pairs.items()]
+    if args.json:
+        print(json.dumps({"catalog": pairs, "installed": [f.public() for f in registry.files],
+                          "pairs": {n: up.model_dump() for n, up in registry.pairs.items()},
+                          "default": default}, indent=2))
+        return 0
+    print(f"pairs (catalog {catalog.source}; * = default)")
+    for p in pairs:
+        unverified = "" if p["target"]["verified"] and p["draft"]["verified"] else "  (names unverified)"
+        print(f"{'*' if p['default'] else ' '} {p['name']:<18} {p['state']:<9} {format_mb(p['size']):>10}  "
+              f"{p['target']['file']} + {p['draft']['file']}{unverified}")
+    if registry.pairs:
+        print("\nyour pairs (localspec add)")
+        for n, up in registry.pairs.items():
+            print(f"{'*' if n == default else ' '} {n:<18} {up.target} + {up.draft or '(no draft)'}")
+    print("\ninstalled files" if registry.files else "\nno model files installed: run "
+          f"{catalog.pull_hint()}")
+    for f in registry.files:
+        print(f"  {f.repo or '(local)'}  {f.file}  {format_mb(f.size)}  {f.status()}  {f.path}")
+    return 0
+
+
+def _announcer():
+    """Progress callback for the CLI: tqdm draws the download bar; this says when hashing a big file starts."""
+    seen: set[tuple[str, str]] = set()
+
+    def announce(p) -> None:
+        if p.phase == "verify" and (p.repo, p.file) not in seen:
+            seen.add((p.repo, p.file))
+            print(f"verifying {p.file} ({format_mb(p.total or 0)})", file=sys.stderr, flush=True)
+
+    return announce
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    if args.filename is None:
+        if "/" in args.name:
+            raise ConfigError(f"give the file to download: localspec pull {args.name} FILENAME")
+        if args.revision:
+            raise ConfigError("--revision applies to `localspec pull REPO_ID FILENAME`, not to a catalog pair")
+        got = pull_pair(args.name, offline=args.offline, show_progress=True, progress=_announcer())
+        print(f"pair '{got.name}' ready\n  target {got.target.path}\n  draft  {got.draft.path}")
+        return 0
+    entry = pull_file(args.name, args.filename, revision=args.revision, offline=args.offline, show_progress=True,
+                      progress=_announcer())
+    print(f"{entry.repo}/{entry.file} ready: {entry.path} ({format_mb(entry.size)}, sha256 {entry.sha256})")
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    pair = add_pair(args.name, args.target, args.draft)
+    print(f"pair '{args.name}' added: {pair.target} + {pair.draft or '(no draft)'}")
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    for line in remove(args.name, args.filename, files=args.files):
+        print(line)
+    return 0
+
+
+_UNSET_MEANS = {"default_pair": "the first installed pair, else the demo model",
+                "target_gpu_layers": "the pair's hint", "draft_gpu_layers": "the pair's hint",
+                "draft_max": "the pair's hint", "draft_p_min": "the pair's hint", "sampling.seed": "random"}
+
+
+def _mask(secret: str | None) -> str | None:
+    return None if secret is None else "..." + secret[-4:] if len(secret) > 8 else "..."
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    settings = load_config()
+    data = settings.as_dict()
+    data["backend"]["api_key"] = _mask(data["backend"]["api_key"])  # never print a secret
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    overridden = env_overrides()
+    print(f"# {get_paths().config_file}")
+    for key in config_keys():
+        section, _, field = key.rpartition(".")
+        value = data[section][field] if section else data[field]
+        shown = "none" if value is None else json.dumps(value) if isinstance(value, (str, bool)) else value
+        note = f"  # from {env_name(key)}" if key in overridden else \
+            f"  # {_UNSET_MEANS[key]}" if value is None and key in _UNSET_MEANS else ""
+        print(f"{key} = {shown}{note}")
+    return 0
+
+
+def cmd_config_set(args: argparse.Namespace) -> int:
+    if args.key == "default_pair" and args.value.strip().lower() not in ("", "none", "null", "unset"):
+        if args.value not in load_registry(get_paths().registry_file).pairs:
+            load_catalog().get(args.value)  # unknown name: ConfigError naming the catalog pairs
+    settings = set_config_value(args.key, args.value)
+    value = settings.get(args.key)
+    print(f"{args.key} = {'none' if value is None else value}")
+    if args.key in env_overrides():
+        print(f"note: {env_name(args.key)} is set and overrides this value", file=sys.stderr)
+    return 0

@@ -1,0 +1,160 @@
+"""The HTTP layer (Starlette + server-sent events): routes, API key, OpenAI error bodies, stream framing.
+
+Generation runs in the service's worker thread; its events cross into the event loop through an asyncio queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+
+from localspec.serve.errors import APIError, bad_request, internal, unauthorized
+from localspec.serve.generate import CallsEvent, DoneEvent, ErrorEvent, TextEvent
+from localspec.serve.responses import chunk, completion, model_card, new_id, now, spec_stats, stream_calls_delta, usage
+from localspec.serve.schemas import parse_chat_request
+from localspec.serve.service import ChatService
+
+
+def require_serve_extra():
+    """Import the optional ASGI stack, or fail with the one-line hint."""
+    try:
+        import sse_starlette  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        from localspec.errors import ConfigError
+
+        raise ConfigError("`localspec serve` needs the serve extra: pip install 'localspec[serve]'") from None
+
+
+def create_app(service: ChatService, api_key: str | None = None):
+    require_serve_extra()
+    from sse_starlette.sse import EventSourceResponse
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse
+    from starlette.routing import Route
+
+    def check_key(request: Request) -> None:
+        if api_key is None:
+            return
+        got = request.headers.get("authorization", "")
+        scheme, _, token = got.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), api_key.encode()):
+            raise unauthorized()
+
+    async def models(request: Request):
+        check_key(request)
+        card = model_card(service.model_id, service.created, meta={"n_ctx": service.n_ctx,
+                                                                   "tool_format": service.fmt.name})
+        return JSONResponse({"object": "list", "data": [card]})
+
+    async def model(request: Request):
+        check_key(request)
+        name = request.path_params["name"]
+        if name not in service.aliases:
+            raise APIError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
+        return JSONResponse(model_card(service.model_id, service.created))
+
+    async def chat(request: Request):
+        try:
+            return await _chat(request)
+        except APIError as exc:
+            service.metrics.request(exc.status)
+            raise
+
+    async def _chat(request: Request):
+        check_key(request)
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise bad_request(f"We could not parse the JSON body of your request ({exc}). The body must be valid "
+                              "JSON.") from None
+        req = parse_chat_request(body)
+        plan = await asyncio.to_thread(service.plan, req)  # tokenizing and schema checks: off the event loop
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue = asyncio.Queue()
+
+        def emit(ev) -> None:  # called from the worker thread
+            try:
+                loop.call_soon_threadsafe(events.put_nowait, ev)
+            except RuntimeError:  # the event loop is gone (shutdown)
+                pass
+
+        client = request.client.host if request.client else ""
+        job = service.start(plan, emit, client=client)
+        rid, created, mid = new_id(), now(), service.model_id
+        if req.stream:
+            service.metrics.request(200)
+            return EventSourceResponse(_stream(events, job, rid, created, mid, req.include_usage), sep="\n",
+                                       ping=15)
+        try:
+            while True:
+                try:
+                    ev = await asyncio.wait_for(events.get(), timeout=1.0)
+                except asyncio.TimeoutError:
+                    if await request.is_disconnected():
+                        return JSONResponse({}, status_code=499)
+                    continue
+                if isinstance(ev, DoneEvent):
+                    service.metrics.request(200)
+                    return JSONResponse(completion(rid, created, mid, ev))
+                if isinstance(ev, ErrorEvent):
+                    raise ev.error
+        finally:
+            job.cancel.set()  # finished, failed or abandoned: the engine must not keep generating for nobody
+
+    async def _stream(events, job, rid, created, mid, include_usage):
+        try:
+            yield json.dumps(chunk(rid, created, mid, {"role": "assistant", "content": ""}))
+            while True:
+                ev = await events.get()
+                if isinstance(ev, TextEvent):
+                    yield json.dumps(chunk(rid, created, mid, {"content": ev.text}))
+                elif isinstance(ev, CallsEvent):
+                    yield json.dumps(chunk(rid, created, mid, stream_calls_delta(ev.calls)))
+                elif isinstance(ev, ErrorEvent):
+                    err = ev.error if isinstance(ev.error, APIError) else internal(str(ev.error))
+                    yield json.dumps(err.body())
+                    break
+                elif isinstance(ev, DoneEvent):
+                    stats = spec_stats(ev)
+                    if include_usage:  # OpenAI sends usage in an extra last chunk with no choices
+                        yield json.dumps(chunk(rid, created, mid, {}, ev.finish_reason))
+                        yield json.dumps(chunk(rid, created, mid, None, usage=usage(ev), localspec=stats))
+                    else:
+                        yield json.dumps(chunk(rid, created, mid, {}, ev.finish_reason, localspec=stats))
+                    break
+            yield "[DONE]"
+        finally:
+            job.cancel.set()  # also when the client disconnected mid-stream
+
+    async def metrics(request: Request):
+        return PlainTextResponse(service.metrics_text(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def health(request: Request):
+        return JSONResponse({"status": "ok", "waiting": service.queue.waiting, "running": service.queue.running})
+
+    async def api_error(request: Request, exc: APIError):
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    async def http_error(request: Request, exc: HTTPException):
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        err = APIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", type=kind)
+        return JSONResponse(err.body(), status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    async def crash(request: Request, exc: Exception):
+        err = internal(f"internal server error: {type(exc).__name__}: {exc}")
+        return JSONResponse(err.body(), status_code=500)
+
+    routes = [
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/models/{name:path}", model, methods=["GET"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, exception_handlers={APIError: api_error, HTTPException: http_error,
+                                                        Exception: crash})

@@ -1,0 +1,80 @@
+"""`localspec serve`: load a pair once and answer the OpenAI chat API over HTTP (loopback unless an API key is set)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+from localspec.errors import ConfigError
+
+
+def register(sub) -> None:
+    from localspec.commands.run import add_generation_args, add_model_args
+
+    p = sub.add_parser("serve", help="OpenAI-compatible HTTP server on the speculative engine")
+    add_model_args(p)
+    add_generation_args(p)  # server-side defaults for requests that leave a setting out
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--api-key", default=os.environ.get("LOCALSPEC_API_KEY"), metavar="KEY",
+                   help="require 'Authorization: Bearer KEY' (env LOCALSPEC_API_KEY); needed off loopback")
+    p.add_argument("--model-name", metavar="ID", help="model id clients send (default: pair name or target file name)")
+    p.add_argument("--max-queue", type=int, default=16, metavar="N",
+                   help="requests that may wait for the engine; more get HTTP 503 with Retry-After")
+    p.add_argument("--tool-format", metavar="NAME", help="tool-call format to use instead of the detected one")
+    p.set_defaults(func=cmd_serve)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def validate_serve_args(args) -> None:
+    if not is_loopback(args.host) and not args.api_key:
+        raise ConfigError(f"refusing to listen on {args.host} without --api-key: anyone who can reach it could use "
+                          "the model (or bind 127.0.0.1)")
+    if not 0 <= args.port <= 65535:
+        raise ConfigError("--port must be between 0 and 65535")
+    if args.max_queue < 1:
+        raise ConfigError("--max-queue must be >= 1")
+    if args.pair and args.target:
+        raise ConfigError("give --pair or --target, not both")
+
+
+def cmd_serve(args) -> int:
+    validate_serve_args(args)
+    from localspec.serve.app import create_app, require_serve_extra
+
+    require_serve_extra()
+    from localspec.commands.run import gen_params, load_from_args
+    from localspec.serve.runner import serve_forever
+    from localspec.serve.service import ChatService
+    from localspec.spec.builder import build_engine
+
+    fmt = None
+    if args.tool_format:
+        from localspec.chat.formats import get_format
+
+        fmt = get_format(args.tool_format)
+    pair = load_from_args(args)
+    engine = build_engine(pair, use_draft_model=not args.no_draft, draft_max=args.draft_max,
+                          draft_p_min=args.draft_p_min)
+    target = Path(pair.target.path)
+    model_id = args.model_name or args.pair or target.stem
+    service = ChatService(pair, engine, model_id=model_id, defaults=gen_params(args), fmt=fmt,
+                          max_waiting=args.max_queue, aliases=(target.name, target.stem))
+    draft = Path(pair.draft.path).name if pair.draft is not None else "none"
+    print(f"localspec serve: http://{args.host}:{args.port}/v1  model '{model_id}' ({target.name}, draft {draft}, "
+          f"tool format {service.fmt.name}){'  API key required' if args.api_key else ''}", file=sys.stderr)
+    try:
+        serve_forever(create_app(service, args.api_key), args.host, args.port)
+    finally:
+        service.close()
+    return 0

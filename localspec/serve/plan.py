@@ -1,0 +1,115 @@
+"""Turn a validated request into what the worker runs: prompt tokens, generation parameters and grammars.
+
+Everything that can fail because of the request (template, schema, context size) fails here, in the HTTP
+handler, so a bad request is a 400 before it takes a place in the queue.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+from localspec.chat.formats import ToolCallFormat
+from localspec.chat.prompt import chat_prompt_tokens
+from localspec.errors import ConfigError
+from localspec.serve.errors import bad_request
+from localspec.serve.schemas import ChatRequest
+from localspec.spec.engine import GenParams
+from localspec.spec.grammar import JSON_OPTIONS, check_grammar, json_schema_grammar, tool_call_grammar, tools_schema
+
+# How the output is produced:
+#   free  - unconstrained text (no tools, or tool_choice "none")
+#   auto  - free text, switching to a constrained call when the model writes the format's trigger
+#   calls - the whole output is a constrained call (tool_choice "required" or a named function)
+#   json  - the whole output is constrained JSON (response_format), or with tools+auto: JSON or a call
+
+
+@dataclass
+class Plan:
+    prompt: list[int]
+    params: GenParams
+    mode: str
+    fmt: ToolCallFormat
+    grammar: str | None = None  # whole-output grammar (calls, json)
+    call_grammar: str | None = None  # the grammar auto mode switches to on the trigger
+    tools: tuple[dict, ...] = ()
+
+
+def _calls_grammar(tools, fmt: ToolCallFormat, parallel: bool) -> str:
+    return tool_call_grammar(list(tools), prefix=fmt.call_prefix, suffix=fmt.call_suffix, parallel=parallel)
+
+
+def _answer_or_call_grammar(schema: dict | None, tools, fmt: ToolCallFormat) -> str:
+    """Lark grammar: a JSON answer under `schema`, or one tool call in the model's format."""
+    from llguidance import LLMatcher
+
+    answer = {**(schema if schema is not None else {"type": "object"}), "x-guidance": {**JSON_OPTIONS,
+                                                                                       "lenient": True}}
+    call = " ".join(([json.dumps(fmt.call_prefix)] if fmt.call_prefix else []) + ["call"]
+                    + ([json.dumps(fmt.call_suffix)] if fmt.call_suffix else []))
+    lark = (f"start: answer | calls\nanswer: %json {json.dumps(answer)}\ncalls: {call}\n"
+            f"call: %json {json.dumps(tools_schema(list(tools)))}\n")
+    return LLMatcher.grammar_from_lark(lark)
+
+
+def _checked(grammar_fn, model, param: str) -> str:
+    try:
+        grammar = grammar_fn()
+        check_grammar(grammar, model)
+    except ConfigError as exc:
+        raise bad_request(str(exc), param, "invalid_schema") from None
+    except (ValueError, TypeError, KeyError) as exc:  # llguidance rejects the schema before validation
+        raise bad_request(f"invalid schema: {exc}", param, "invalid_schema") from None
+    return grammar
+
+
+def _prompt(model, req: ChatRequest) -> list[int]:
+    try:
+        return chat_prompt_tokens(model, req.messages, req.tools or None)
+    except ConfigError as exc:  # the chat template refused the conversation
+        raise bad_request(str(exc), "messages") from None
+
+
+def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: ToolCallFormat) -> Plan:
+    prompt = _prompt(model, req)
+    room = n_ctx - len(prompt)
+    if room < 1 or (req.max_tokens is not None and req.max_tokens > room):
+        asked = f" ({len(prompt)} in the messages, {req.max_tokens} in the completion)" if req.max_tokens else ""
+        raise bad_request(f"This model's maximum context length is {n_ctx} tokens. However, you requested "
+                          f"{len(prompt) + (req.max_tokens or 0)} tokens{asked}. Please reduce the length of the "
+                          "messages or completion.", "messages", "context_length_exceeded")
+    sampling = defaults.sampling
+    if req.temperature is not None:
+        sampling = replace(sampling, temperature=req.temperature)
+    if req.top_p is not None:
+        sampling = replace(sampling, top_p=req.top_p)
+    if req.seed is not None:
+        sampling = replace(sampling, seed=req.seed if req.seed >= 0 else None)
+    params = replace(defaults, max_tokens=req.max_tokens or min(defaults.max_tokens, room), sampling=sampling,
+                     stop=req.stop or defaults.stop)
+
+    tools = tuple(req.tools)
+    if req.forced_tool:
+        tools = tuple(t for t in tools if t["function"]["name"] == req.forced_tool)
+    use_tools = bool(tools) and req.tool_choice != "none"  # with "none" the model still sees them in the prompt
+    plan = Plan(prompt, params, "free", fmt, tools=tools if use_tools else ())
+    if req.response_format is not None:
+        schema = req.json_schema
+        if use_tools and req.tool_choice == "auto":
+            plan.grammar = _checked(lambda: _answer_or_call_grammar(schema, tools, fmt), model,
+                                    "response_format.json_schema.schema")
+        elif use_tools:  # a call is required: the response format only applies to answers, and there is none
+            plan.mode = "calls"
+            plan.grammar = _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
+            return plan
+        else:
+            plan.grammar = _checked(lambda: json_schema_grammar(schema), model,
+                                    "response_format.json_schema.schema")
+        plan.mode = "json"
+    elif use_tools:
+        grammar = _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
+        if req.tool_choice == "auto":
+            plan.mode, plan.call_grammar = "auto", grammar
+        else:
+            plan.mode, plan.grammar = "calls", grammar
+    return plan

@@ -1,0 +1,68 @@
+"""One loaded pair and engine behind a fair bounded queue: plan requests, run them in the worker, count them."""
+
+from __future__ import annotations
+
+import logging
+
+from localspec.chat.formats import ToolCallFormat
+from localspec.chat.prompt import tool_format
+from localspec.serve.errors import internal, overloaded, unknown_model
+from localspec.serve.generate import DoneEvent, Emit, ErrorEvent, run_plan
+from localspec.serve.metrics import Metrics
+from localspec.serve.plan import Plan, make_plan
+from localspec.serve.queue import Job, QueueFull, WorkQueue
+from localspec.serve.responses import now
+from localspec.serve.schemas import ChatRequest
+from localspec.spec.engine import GenParams
+
+log = logging.getLogger("localspec.serve")
+
+
+class ChatService:
+    def __init__(self, pair, engine, *, model_id: str, defaults: GenParams = GenParams(),
+                 fmt: ToolCallFormat | None = None, max_waiting: int = 16, aliases: tuple[str, ...] = ()):
+        self.pair = pair
+        self.engine = engine
+        self.model = pair.target
+        self.n_ctx = pair.target_ctx.n_ctx
+        self.model_id = model_id
+        self.aliases = {model_id, *aliases}
+        self.defaults = defaults
+        self.fmt = fmt or tool_format(self.model)
+        self.metrics = Metrics()
+        self.queue = WorkQueue(max_waiting)
+        self.created = now()
+
+    def plan(self, req: ChatRequest) -> Plan:
+        if req.model is not None and req.model not in self.aliases:
+            raise unknown_model(req.model)
+        return make_plan(self.model, self.n_ctx, req, self.defaults, self.fmt)
+
+    def start(self, plan: Plan, emit: Emit, client: str = "") -> Job:
+        """Queue the generation; events reach `emit` from the worker thread. Raises APIError 503 when full."""
+
+        def job_fn(job: Job) -> None:
+            try:
+                run_plan(self.engine, self.model, plan, job.cancel, self._counted(emit))
+            except Exception as exc:  # the engine failed: answer 500, keep serving
+                log.exception("generation failed")
+                emit(ErrorEvent(internal(f"generation failed: {exc}")))
+
+        try:
+            return self.queue.submit(job_fn, client)
+        except QueueFull as full:
+            raise overloaded(full.retry_after) from None
+
+    def _counted(self, emit: Emit) -> Emit:
+        def wrapped(ev):
+            if isinstance(ev, DoneEvent):
+                self.metrics.observe(ev.stats, ev.finish_reason)
+            emit(ev)
+        return wrapped
+
+    def metrics_text(self) -> str:
+        return self.metrics.render(self.queue.running, self.queue.waiting)
+
+    def close(self) -> None:
+        if self.queue.close():  # if a generation is still running, leave the models to process exit
+            self.pair.close()

@@ -1,0 +1,87 @@
+"""History drafter: earlier tool calls (this session and, persisted, earlier ones) propose continuations for the
+call being generated, by longest match of the current tail inside them."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+from localspec.spec.draft import Draft, DraftRequest
+from localspec.spec.drafters.ngram import NgramIndex
+
+SEPARATOR = -1  # never a real token id: matches cannot run across two stored calls
+
+
+class CallHistory:
+    """Past calls as text (tokenised per model on demand), optionally persisted as JSONL."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, max_calls: int = 2000):
+        self.path = Path(path) if path else None
+        self.max_calls = max_calls
+        self.calls: list[str] = []
+        if self.path and self.path.exists():
+            for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    self.calls.append(json.loads(line)["text"])
+                except (ValueError, KeyError, TypeError):
+                    continue  # a damaged line costs one remembered call, not the whole history
+            self.calls = self.calls[-max_calls:]
+
+    def add(self, text: str, tool: str | None = None) -> None:
+        self.calls.append(text)
+        del self.calls[:-self.max_calls]
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"tool": tool, "text": text, "ts": round(time.time(), 3)}) + "\n")
+
+    def clear(self) -> None:
+        self.calls = []
+
+
+class HistoryDrafter:
+    name = "history"
+
+    def __init__(self, tokenize, history: CallHistory | None = None, *, max_len: int = 32):
+        self._tokenize = tokenize  # text -> tokens, the target's tokenizer without special tokens
+        self.history = history if history is not None else CallHistory()
+        self.max_len = max_len
+        self.index = NgramIndex(1)
+        self._seen = 0
+
+    def _refresh(self) -> None:
+        calls = self.history.calls
+        if self._seen > len(calls):
+            self.index, self._seen = NgramIndex(1), 0
+        for text in calls[self._seen:]:
+            self.index.add(self._tokenize(text) + [SEPARATOR])
+        self._seen = len(calls)
+
+    def add_call_tokens(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
+        """Remember a call exactly as the model produced it (no re-tokenisation mismatch in this session)."""
+        self.history.add(text, tool)
+        self.index.add(list(tokens) + [SEPARATOR])
+        self._seen = len(self.history.calls)
+
+    def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
+        self._refresh()
+        toks, m = self.index.best_continuation(context, min(max_len, self.max_len))
+        if SEPARATOR in toks:
+            toks = toks[: toks.index(SEPARATOR)]
+        return toks, m
+
+    def propose(self, req: DraftRequest) -> Draft:
+        toks, m = self.candidate(req.history, req.max_len)
+        draft = Draft()
+        for t in toks:
+            draft.add(t, self.name)
+        return draft
+
+    def observe(self, draft: Draft, n_accepted: int) -> None:
+        pass
+
+    def reset(self) -> None:
+        self.index, self._seen = NgramIndex(1), 0

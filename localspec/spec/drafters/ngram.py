@@ -1,0 +1,82 @@
+"""Prompt lookup: find the longest recent match of the context's tail earlier in the context (user text, tool
+results, earlier calls) and propose what followed it."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from localspec.spec.draft import Draft, DraftRequest
+
+
+class NgramIndex:
+    """Positions of every n-gram (n = key_n) in a token sequence, updated incrementally as it grows."""
+
+    def __init__(self, key_n: int = 1):
+        self.key_n = key_n
+        self.tokens: list[int] = []
+        self.pos: dict[tuple, list[int]] = {}
+
+    def sync(self, tokens: Sequence[int]) -> None:
+        n = len(self.tokens)
+        if n > len(self.tokens) or n > len(tokens) or self.tokens != list(tokens[:n]):
+            self.tokens, self.pos, n = [], {}, 0  # the sequence was rewritten (another conversation): rebuild
+        k = self.key_n
+        own = self.tokens
+        for i in range(n, len(tokens)):
+            own.append(tokens[i])
+            if i >= k - 1:
+                self.pos.setdefault(tuple(own[i - k + 1:i + 1]), []).append(i)
+
+    def add(self, tokens: Sequence[int]) -> None:
+        self.sync(self.tokens + list(tokens))
+
+    def best_continuation(self, tail: Sequence[int], max_len: int, *, exclude_from: int | None = None,
+                          max_scan: int = 64, max_match: int = 16) -> tuple[list[int], int]:
+        """Continuation after the longest match of `tail`'s suffix (ties: most recent); returns (tokens, match len)."""
+        k = self.key_n
+        if len(tail) < k or max_len <= 0:
+            return [], 0
+        cands = self.pos.get(tuple(tail[-k:]))
+        if not cands:
+            return [], 0
+        toks = self.tokens
+        limit = len(toks) if exclude_from is None else exclude_from
+        best_end, best_len = -1, 0
+        for end in reversed(cands[-max_scan:]):
+            if end + 1 >= limit:
+                continue  # the match must be followed by something we can propose
+            m = k
+            while m < max_match and m < len(tail) and end - m >= 0 and toks[end - m] == tail[-m - 1]:
+                m += 1
+            if m > best_len:
+                best_end, best_len = end, m
+        if best_end < 0:
+            return [], 0
+        return toks[best_end + 1:min(best_end + 1 + max_len, limit)], best_len
+
+
+class NgramDrafter:
+    name = "ngram"
+
+    def __init__(self, max_len: int = 16, min_match: int = 1):
+        self.max_len = max_len
+        self.min_match = min_match
+        self.index = NgramIndex(1)
+
+    def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
+        self.index.sync(context)
+        return self.index.best_continuation(context, min(max_len, self.max_len), exclude_from=len(context))
+
+    def propose(self, req: DraftRequest) -> Draft:
+        toks, m = self.candidate(req.history, req.max_len)
+        draft = Draft()
+        if m >= self.min_match:
+            for t in toks:
+                draft.add(t, self.name)
+        return draft
+
+    def observe(self, draft: Draft, n_accepted: int) -> None:
+        pass
+
+    def reset(self) -> None:
+        self.index = NgramIndex(1)

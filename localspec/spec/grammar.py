@@ -1,0 +1,154 @@
+"""Grammar constraints with llguidance: tool calls under their JSON Schemas, and JSON response formats.
+
+The engine sees only the Constraint protocol; this module owns the llguidance matcher, its token masks, forced
+tokens and rollback. Building llguidance's tokenizer costs 0.2-1.5 s, so it is built once per model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+
+import llguidance
+import llguidance.llamacpp
+import numpy as np
+from llguidance import LLMatcher
+
+from localspec.errors import ConfigError
+
+# Canonical JSON (the separators json.dumps uses): fixed whitespace means more tokens are forced and drafts
+# from earlier calls match token for token.
+JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+_tokenizers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_tok_lock = threading.Lock()
+
+
+def lltokenizer(model) -> "llguidance.LLTokenizer":
+    """llguidance's view of a model's vocabulary (cached per Model object)."""
+    with _tok_lock:
+        tok = _tokenizers.get(model)
+        if tok is None:
+            tok = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab, eos_token=sorted(model.eog_tokens))
+            _tokenizers[model] = tok
+        return tok
+
+
+def _closed(schema):
+    """Objects without an explicit additionalProperties get `false`: a call must not invent parameters."""
+    if isinstance(schema, dict):
+        out = {k: _closed(v) for k, v in schema.items()}
+        if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_closed(v) for v in schema]
+    return schema
+
+
+def call_schema(tool: dict) -> dict:
+    """JSON Schema of one call {"name": <tool>, "arguments": <its parameters>} from an OpenAI-style tool."""
+    fn = tool.get("function", tool)
+    params = _closed(fn.get("parameters") or {"type": "object", "properties": {}})
+    return {"type": "object", "properties": {"name": {"const": fn["name"]}, "arguments": params},
+            "required": ["name", "arguments"], "additionalProperties": False}
+
+
+def tools_schema(tools: list[dict]) -> dict:
+    schemas = [call_schema(t) for t in tools]
+    if not schemas:
+        raise ConfigError("tool choice needs at least one tool")
+    schema = schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
+    return {**schema, "x-guidance": {**JSON_OPTIONS, "lenient": True}}
+
+
+def _lark_str(text: str) -> str:
+    return json.dumps(text)  # a JSON string literal is a valid Lark string literal
+
+
+def tool_call_grammar(tools: list[dict], *, prefix: str = "", suffix: str = "", separator: str | None = None,
+                      parallel: bool = False) -> str:
+    """Lark grammar for `prefix call suffix`, or with `parallel`, several calls joined by `separator`
+    (default: suffix + newline + prefix, as in Hermes-style blocks)."""
+    schema = json.dumps(tools_schema(tools))
+    call = f"%json {schema}"
+    one = " ".join(x for x in (_lark_str(prefix) if prefix else "", "call", _lark_str(suffix) if suffix else "") if x)
+    if parallel:
+        sep = separator if separator is not None else "\n"
+        rule = f"start: one ({_lark_str(sep)} one)*\none: {one}\n"
+    else:
+        rule = f"start: {one}\n"
+    lark = rule + f"call: {call}\n"
+    return LLMatcher.grammar_from_lark(lark)
+
+
+def json_schema_grammar(schema: dict | None) -> str:
+    """Grammar for a JSON response: any JSON object when `schema` is None (json_object mode)."""
+    return LLMatcher.grammar_from_json_schema(schema if schema is not None else {"type": "object"},
+                                              defaults={**JSON_OPTIONS, "lenient": True})
+
+
+def check_grammar(grammar: str, model=None) -> None:
+    """Raise ConfigError with llguidance's message if the grammar (e.g. a user's JSON Schema) is invalid."""
+    err = LLMatcher.validate_grammar(grammar, lltokenizer(model) if model is not None else None)
+    if err and not err.startswith("WARNING"):
+        raise ConfigError(f"invalid schema: {err.splitlines()[0]}")
+
+
+class GrammarConstraint:
+    """The engine's Constraint over an llguidance matcher. consume() never puts the matcher in its sticky
+    error state: tokens are validated first."""
+
+    def __init__(self, model, grammar: str):
+        self.model = model
+        self.matcher = LLMatcher(lltokenizer(model), grammar, log_level=0)
+        if self.matcher.is_error():
+            raise ConfigError(f"invalid grammar: {self.matcher.get_error().splitlines()[0]}")
+        self.n_vocab = model.n_vocab
+        self._words = np.zeros((self.n_vocab + 31) // 32, dtype=np.int32)
+        self.consumed = 0
+
+    def allowed(self) -> np.ndarray:
+        self.matcher.unsafe_compute_mask_ptr(self._words.ctypes.data, self._words.nbytes)
+        bits = np.unpackbits(self._words.view(np.uint8), bitorder="little")
+        return bits[: self.n_vocab].view(bool)
+
+    def consume(self, token: int) -> bool:
+        m = self.matcher
+        if m.is_stopped() or m.validate_tokens([token]) != 1:
+            return False
+        ok = m.consume_token(token)
+        if ok:
+            self.consumed += 1
+        return ok
+
+    def consume_valid_prefix(self, tokens: list[int]) -> int:
+        """Consume the longest prefix of `tokens` the grammar accepts; returns its length."""
+        if not tokens or self.matcher.is_stopped():
+            return 0
+        n = self.matcher.validate_tokens(tokens)
+        if n and self.matcher.consume_tokens(tokens[:n]):
+            self.consumed += n
+            return n
+        return 0
+
+    def rollback(self, n: int) -> None:
+        if n > 0:
+            self.matcher.rollback(n)
+            self.consumed -= n
+
+    def forced(self) -> list[int]:
+        if self.matcher.is_stopped():
+            return []
+        return list(self.matcher.compute_ff_tokens())
+
+    def done(self) -> bool:
+        return self.matcher.is_stopped()
+
+    def accepting(self) -> bool:
+        return self.matcher.is_accepting()
+
+    def reset(self) -> None:
+        self.matcher.reset()
+        self.consumed = 0

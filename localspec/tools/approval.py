@@ -1,0 +1,58 @@
+"""The approval handshake between the Toolbox and whoever asks the user (TUI, CLI, tests)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Union
+
+from .danger import Danger
+
+
+class Decision(str, Enum):
+    ALLOW_ONCE = "allow_once"
+    ALLOW_ALWAYS = "allow_always"
+    DENY_ONCE = "deny_once"
+    DENY_ALWAYS = "deny_always"
+
+    @property
+    def allowed(self) -> bool:
+        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS)
+
+    @property
+    def remembered(self) -> bool:
+        return self in (Decision.ALLOW_ALWAYS, Decision.DENY_ALWAYS)
+
+    @classmethod
+    def coerce(cls, value: Any) -> "Decision":
+        """Accept what an approver may return: bool, None (deny), Decision, or a name like 'allow always'."""
+        if isinstance(value, Decision):
+            return value
+        if value is None:
+            return cls.DENY_ONCE
+        if isinstance(value, bool):
+            return cls.ALLOW_ONCE if value else cls.DENY_ONCE
+        if isinstance(value, str):
+            key = value.strip().lower().replace("-", "_").replace(" ", "_")
+            aliases = {"allow": "allow_once", "yes": "allow_once", "deny": "deny_once", "no": "deny_once",
+                       "always": "allow_always", "never": "deny_always"}
+            key = aliases.get(key, key)
+            for member in cls:
+                if member.value == key:
+                    return member
+        raise ValueError(f"approver returned an unrecognised decision {value!r}")
+
+
+@dataclass
+class ApprovalRequest:
+    tool: str
+    arguments: dict[str, Any]
+    cwd: Path
+    danger: Danger
+    summary: str  # one line for humans, e.g. "run: rm -rf build" or "overwrite src/x.py (+3 -1)"
+    diff: str | None = None  # unified diff for writes, computed before anything is written
+    # What "always" would remember (shell: program patterns like "git push"; writes: the path).
+    patterns: tuple[str, ...] = field(default_factory=tuple)
+
+
+Approver = Callable[[ApprovalRequest], Union[bool, Decision, str, None]]

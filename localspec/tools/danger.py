@@ -1,0 +1,194 @@
+"""Danger ratings shown to the user before a shell command or a write runs.
+
+A rating is advisory (the user still decides), but "high" also stops remembered "allow always"
+decisions from applying silently. Rules over-report rather than miss.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .shellparse import SHELLS, SimpleCommand, parse
+
+LOW, MEDIUM, HIGH = "low", "medium", "high"
+_RANK = {LOW: 0, MEDIUM: 1, HIGH: 2}
+
+
+@dataclass(frozen=True)
+class Danger:
+    level: str  # "low" | "medium" | "high"
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self.level]
+
+    def __str__(self) -> str:
+        return self.level + (": " + "; ".join(self.reasons) if self.reasons else "")
+
+
+class _Ratings:
+    def __init__(self) -> None:
+        self.level = LOW
+        self.reasons: list[str] = []
+
+    def add(self, level: str, reason: str) -> None:
+        if _RANK[level] > _RANK[self.level]:
+            self.level = level
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+
+    def danger(self) -> Danger:
+        return Danger(self.level, tuple(self.reasons))
+
+
+_FORK_BOMB = re.compile(r"([\w:]+)\s*\(\)\s*\{[^}]*\|\s*\1\s*&")
+_SAFE_DEVICES = {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero",
+                 "/dev/random", "/dev/urandom"}
+_INTERPRETERS = SHELLS | {"python", "python3", "perl", "ruby", "node", "php", "lua"}
+_NETWORK = {"curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "rsync", "ftp", "telnet",
+            "socat", "aria2c", "http", "https"}
+_DISK = {"dd", "mkfs", "mke2fs", "fdisk", "sfdisk", "parted", "wipefs", "shred", "mkswap", "swapoff"}
+_POWER = {"shutdown", "reboot", "halt", "poweroff"}
+_WRITERS = {"rm", "rmdir", "mv", "cp", "tee", "truncate", "ln", "chmod", "chown", "chgrp", "touch",
+            "mkdir", "install", "rsync", "dd", "shred", "unlink"}
+_INSTALLERS = {"pip", "pip3", "npm", "pnpm", "yarn", "apt", "apt-get", "brew", "gem", "cargo", "go",
+               "conda", "uv", "bun", "dnf", "yum", "apk", "pacman"}
+
+
+def rate_shell(command: str, workspace: Path | str) -> Danger:
+    ratings = _Ratings()
+    parsed = parse(command)
+    if parsed.error:
+        ratings.add(MEDIUM, f"could not fully parse the command ({parsed.error.lower()})")
+    if parsed.substitution:
+        ratings.add(MEDIUM, "uses command substitution, which can run commands not shown here")
+    if _FORK_BOMB.search(command):
+        ratings.add(HIGH, "looks like a fork bomb")
+    root = os.path.realpath(os.fspath(workspace))
+    for cmd in parsed.commands:
+        _rate_command(cmd, root, ratings, depth=0)
+    return ratings.danger()
+
+
+def rate_write(rel: str, *, exists: bool, old_lines: int = 0, new_lines: int = 0, edit: bool = False) -> Danger:
+    """Writes: creating is low, editing low, overwriting medium, overwriting most of a file high."""
+    ratings = _Ratings()
+    parts = Path(rel).parts
+    if ".git" in parts:
+        ratings.add(HIGH, "modifies git internals (.git)")
+    if any(p in (".env", ".ssh", ".netrc") or p.endswith((".pem", ".key")) for p in parts):
+        ratings.add(MEDIUM, "touches a file that often holds secrets")
+    if not exists:
+        ratings.add(LOW, f"creates new file {rel}")
+    elif edit:
+        ratings.add(LOW, f"edits existing file {rel}")
+    elif old_lines >= 20 and new_lines < old_lines // 2:
+        ratings.add(HIGH, f"overwrites {rel}, shrinking it from {old_lines} to {new_lines} lines")
+    else:
+        ratings.add(MEDIUM, f"overwrites existing file {rel}")
+    return ratings.danger()
+
+
+def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> None:
+    for wrapper in cmd.wrappers:
+        if wrapper in ("sudo", "doas"):
+            r.add(HIGH, f"runs with elevated privileges ({wrapper})")
+    for op, target in cmd.redirects:
+        if target.isdigit() or target == "-":
+            continue  # fd duplication like 2>&1
+        if ">" in op and _outside(target, root):
+            r.add(HIGH, f"redirects output outside the workspace ({op} {target})")
+        elif "<" in op and _outside(target, root):
+            r.add(MEDIUM, f"reads input from outside the workspace ({target})")
+    prog, args = cmd.program, cmd.args
+    if not prog:
+        return
+    flags = [a for a in args if a.startswith("-")]
+    short = "".join(a[1:] for a in flags if not a.startswith("--"))
+    positional = [a for a in args if not a.startswith("-")]
+    outside = [a for a in args if _outside(a, root)]
+
+    if prog in ("su", "sudo", "doas"):
+        r.add(HIGH, f"runs with elevated privileges ({prog})")
+    if cmd.piped and prog in _INTERPRETERS and not [a for a in positional if a != "-"] and "-c" not in args:
+        r.add(HIGH, f"pipes data into a shell/interpreter to execute ({prog})")
+    if prog in SHELLS and "-c" in args and depth < 3:
+        inner = args[args.index("-c") + 1] if args.index("-c") + 1 < len(args) else ""
+        for sub in parse(inner).commands:
+            _rate_command(sub, root, r, depth + 1)
+    if prog == "rm":
+        if "r" in short.lower() or "--recursive" in flags:
+            r.add(HIGH, "deletes recursively (rm -r)")
+        else:
+            r.add(MEDIUM, "deletes files (rm)")
+    if prog in _DISK or prog.startswith("mkfs"):
+        r.add(HIGH, f"can overwrite or wipe disks ({prog})")
+    if prog in ("chmod", "chown", "chgrp"):
+        if "R" in short or "--recursive" in flags:
+            r.add(HIGH, f"changes permissions or ownership recursively ({prog} -R)")
+        elif prog != "chmod":
+            r.add(HIGH, f"changes file ownership ({prog})")
+        elif any(a in ("777", "a+rwx", "o+w") for a in positional):
+            r.add(MEDIUM, "makes files world-writable")
+    if prog == "git" and positional:
+        sub = positional[0]
+        if sub == "push":
+            forced = any(a in ("-f", "--force", "--force-with-lease", "--mirror") or a.startswith("--force")
+                         for a in flags) or "f" in short or any(a.startswith("+") for a in positional[1:])
+            r.add(HIGH if forced else MEDIUM, "force-pushes, rewriting remote history (git push --force)"
+                  if forced else "pushes commits to a remote (git push)")
+        elif sub == "reset" and "--hard" in flags:
+            r.add(HIGH, "discards uncommitted changes (git reset --hard)")
+        elif sub == "clean" and ("f" in short or "--force" in flags):
+            r.add(HIGH, "deletes untracked files (git clean -f)")
+        elif sub in ("checkout", "restore") and ("--" in args or "." in positional[1:]):
+            r.add(MEDIUM, "may discard uncommitted changes")
+    if prog in _NETWORK:
+        r.add(MEDIUM, f"uses the network ({prog})")
+    if prog in _INSTALLERS and ("install" in positional or "add" in positional[:1]):
+        r.add(MEDIUM, f"installs packages ({prog})")
+    if prog in _POWER or (prog in ("systemctl", "init") and set(positional) & {"poweroff", "reboot", "halt", "0", "6"}):
+        r.add(HIGH, f"shuts down or reboots the machine ({prog})")
+    if prog in ("kill", "pkill", "killall"):
+        if "-1" in positional or "-1" in args[-1:]:
+            r.add(HIGH, "kills every process you own (kill -1)")
+        else:
+            r.add(MEDIUM, f"stops processes ({prog})")
+    if prog in ("mount", "umount", "iptables", "nft", "crontab", "visudo", "passwd", "useradd", "userdel"):
+        r.add(HIGH, f"changes system configuration ({prog})")
+    if prog == "eval":
+        r.add(MEDIUM, "evaluates a dynamically built command (eval)")
+    if prog == "find" and ("-delete" in args or any(a in ("rm", "-execdir") for a in args)):
+        r.add(MEDIUM, "deletes files found by find")
+    if outside:
+        shown = ", ".join(outside[:3])
+        if prog in _WRITERS or (prog == "sed" and any(a.startswith("-i") for a in flags)):
+            r.add(HIGH, f"modifies paths outside the workspace ({shown})")
+        else:
+            r.add(MEDIUM, f"uses paths outside the workspace ({shown})")
+
+
+def _outside(token: str, root: str) -> bool:
+    """Whether a word looks like a path that escapes the workspace."""
+    if "://" in token:
+        return False  # a URL, rated by the network rule
+    if token.startswith("-") or ("=" in token and not token.startswith(("/", "~", "."))):
+        if "=" not in token:
+            return False
+        token = token.split("=", 1)[1]  # --out=/etc/x, of=/dev/sda
+    if not token:
+        return False
+    if token.startswith("~") or token.startswith(("$HOME", "${HOME}")):
+        return True
+    if token.startswith("/"):
+        if token in _SAFE_DEVICES or token.startswith("/dev/fd/"):
+            return False
+        real = os.path.realpath(token)
+    elif ".." in Path(token).parts:
+        real = os.path.realpath(os.path.join(root, token))
+    else:
+        return False
+    return not (real == root or real.startswith(root.rstrip(os.sep) + os.sep))

@@ -1,0 +1,109 @@
+"""Drafters (n-gram, history, schema, hybrid): proposals, and exactness of the whole loop under a grammar."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from localspec.runtime.context import ContextSettings
+from localspec.runtime.pair import load_pair
+from localspec.spec.builder import build_engine
+from localspec.spec.draft import DraftRequest
+from localspec.spec.drafters.history import CallHistory, HistoryDrafter
+from localspec.spec.drafters.ngram import NgramDrafter, NgramIndex
+from localspec.spec.engine import GenParams
+from localspec.spec.grammar import GrammarConstraint, tool_call_grammar
+from localspec.spec.sampling import SamplingParams
+
+TOOLS = [
+    {"type": "function", "function": {"name": "read_file", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"}},
+        "required": ["path"]}}},
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"},
+                                         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city", "unit"]}}},
+]
+
+
+def test_ngram_longest_then_most_recent_match():
+    idx = NgramIndex(1)
+    idx.sync([1, 2, 3, 9, 5, 2, 3, 7, 8, 2, 3])
+    toks, m = idx.best_continuation([5, 2, 3], 4, exclude_from=11)
+    assert (toks, m) == ([7, 8, 2, 3], 3)  # "5 2 3" matches longest at position 4..6
+    toks, m = idx.best_continuation([0, 2, 3], 2, exclude_from=11)
+    assert toks == [7, 8] and m == 2  # tie on length 2: the most recent earlier occurrence wins
+    idx.sync([4, 4])  # rewritten sequence: index rebuilt
+    assert idx.tokens == [4, 4]
+
+
+def test_ngram_drafter_copies_from_context():
+    d = NgramDrafter(max_len=5)
+    ctx = [10, 11, 12, 13, 14, 15, 16, 20, 10, 11]
+    draft = d.propose(DraftRequest(ctx, 8, SamplingParams()))
+    assert draft.tokens == [12, 13, 14, 15, 16] and set(draft.origins) == {"ngram"}
+
+
+def test_history_drafter_persists_and_proposes(tmp_path):
+    store = tmp_path / "history.jsonl"
+    vocab = {c: i + 1 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz{}\":, _")}
+    tok = lambda s: [vocab[c] for c in s]  # noqa: E731
+    h = HistoryDrafter(tok, CallHistory(store))
+    h.add_call_tokens(tok('{"name": "read_file", "path": "a"}'), '{"name": "read_file", "path": "a"}', "read_file")
+    again = HistoryDrafter(tok, CallHistory(store))  # a new session reads the persisted calls
+    ctx = tok('xx {"name": "read_')
+    draft = again.propose(DraftRequest(ctx, 6, SamplingParams()))
+    assert draft.tokens == tok('file",')
+    store.write_text(store.read_text() + "not json\n")
+    assert len(CallHistory(store).calls) == 1  # a damaged line is skipped, not fatal
+
+
+def _constrained(engine, model, prompt, tools, n=160):
+    g = tool_call_grammar(tools, prefix="<tool_call>\n", suffix="\n</tool_call>")
+    return engine.generate(prompt, GenParams(max_tokens=n, draft_max=48), constraint=GrammarConstraint(model, g))
+
+
+@pytest.mark.parametrize("drafters", [("schema",), ("schema", "history", "ngram"),
+                                      ("schema", "history", "ngram", "model")])
+def test_hybrid_is_exact_under_grammar_smollm2_f16(smollm2_f16, smollm2, drafters):
+    """F16 target: every drafting mix gives exactly the constrained target-only output."""
+    pair = load_pair(smollm2_f16, smollm2, ctx=ContextSettings(n_ctx=2048))
+    from localspec.chat.prompt import chat_prompt_tokens
+
+    base = build_engine(pair, use_draft_model=False)
+    spec = build_engine(pair, drafters=drafters, draft_p_min=0.3)
+    m = pair.target
+    asks = ["Read the file notes/todo.txt", "What is the weather in Paris in celsius?",
+            "Read the file src/main.py starting at line 10", "Weather in Oslo, fahrenheit please"]
+    forced = 0
+    for ask in asks:
+        prompt = chat_prompt_tokens(m, [{"role": "user", "content": ask}], TOOLS)
+        ref = _constrained(base, m, prompt, TOOLS)
+        got = _constrained(spec, m, prompt, TOOLS)
+        assert got.text == ref.text
+        forced += got.stats.forced
+        if "history" in drafters:
+            spec.hybrid.sources[0].add_call_tokens(got.tokens, got.text)
+        json.loads(got.text.split("<tool_call>\n", 1)[1].rsplit("\n</tool_call>", 1)[0])
+    assert forced > 20
+    assert spec.totals.mean_accepted_length > 2.0
+    assert set(spec.totals.drafters) >= {"schema"}
+
+
+def test_hybrid_sampling_is_valid_and_reproducible(tiny_pair_paths):
+    pair = load_pair(*tiny_pair_paths, ctx=ContextSettings(n_ctx=1024))
+    spec = build_engine(pair, drafters=("schema", "ngram", "history", "model"), draft_p_min=0.0)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+                                         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city", "unit"]}}}]
+    g = tool_call_grammar(tools)
+    prompt = pair.target.tokenize("the weather")
+    params = GenParams(max_tokens=120, sampling=SamplingParams(temperature=0.9, seed=5), draft_max=32)
+    a = spec.generate(prompt, params, constraint=GrammarConstraint(pair.target, g))
+    b = spec.generate(prompt, params, constraint=GrammarConstraint(pair.target, g))
+    assert a.text == b.text
+    call = json.loads(a.text)
+    assert call["name"] == "get_weather" and call["arguments"]["unit"] in ("celsius", "fahrenheit")
+    assert a.stats.forced > 0

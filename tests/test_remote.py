@@ -1,0 +1,163 @@
+"""The remote (OpenAI-compatible) backend against `localspec serve` and against llama-cpp-python's own server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.test_serve_fixtures import TOOLS, client, free_port, tiny_server  # noqa: F401
+
+httpx = pytest.importorskip("httpx")
+
+from localspec.cli import main  # noqa: E402
+from localspec.remote import Done, RemoteBackend, RemoteError, TextDelta, ToolCallEvent  # noqa: E402
+from localspec.remote.prom import parse_prometheus  # noqa: E402
+from localspec.remote.stats import from_llama_timings, from_prometheus, summary  # noqa: E402
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def _collect(events):
+    events = list(events)
+    assert isinstance(events[-1], Done) and sum(isinstance(e, Done) for e in events) == 1
+    return events, events[-1]
+
+
+def test_stream_from_localspec_serve_with_its_statistics(tiny_server):
+    url, _ = tiny_server
+    ref = client(url).chat.completions.create(model="tiny", messages=HELLO, max_tokens=10)
+    backend = RemoteBackend(url + "/v1", api_key="unused")  # no model: the server's only model is used
+    events, done = _collect(backend.stream(HELLO, max_tokens=10))
+    assert backend.model == "tiny"
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == ref.choices[0].message.content
+    assert done.content == ref.choices[0].message.content and done.finish_reason == "length"
+    assert done.usage["completion_tokens"] == 10
+    spec = ref.model_extra["localspec"]
+    assert done.stats["source"] == "localspec"
+    assert (done.stats["drafted"], done.stats["accepted"]) == (spec["drafted"], spec["accepted"])
+    assert done.stats["drafters"]["model"]["drafted"] == spec["drafted"]
+
+
+def test_tool_calls_come_back_as_events(tiny_server):
+    url, _ = tiny_server
+    events, done = _collect(RemoteBackend(url + "/v1", "tiny").stream(HELLO, tools=TOOLS, tool_choice="required",
+                                                                       max_tokens=80))
+    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert len(calls) == 1 and done.tool_calls == calls and done.finish_reason == "tool_calls"
+    call = calls[0]
+    assert call.name in ("set_light", "pick_color") and call.error is None and isinstance(call.arguments, dict)
+    assert json.loads(call.arguments_json) == call.arguments and call.id.startswith("call_")
+
+
+def test_prometheus_difference_matches_the_response(tiny_server):
+    """The vLLM path (spec_decode counters read before and after) on real counters: localspec serve exposes the
+    same metric names under its own prefix."""
+    url, _ = tiny_server
+    before = parse_prometheus(httpx.get(url + "/metrics").text)
+    r = client(url).chat.completions.create(model="tiny", messages=HELLO, max_tokens=12)
+    after = parse_prometheus(httpx.get(url + "/metrics").text)
+    got = from_prometheus(before, after)
+    spec = r.model_extra["localspec"]
+    assert got["source"].startswith("localspec /metrics")
+    assert (got["drafted"], got["accepted"]) == (spec["drafted"], spec["accepted"])
+    assert got["mean_accepted_length"] == round(1 + got["accepted"] / got["drafts"], 4)
+    assert sum(got["accepted_per_position"]) == spec["accepted"]
+    assert from_prometheus(before, before)["drafted"] == 0
+    assert from_prometheus({}, {}) is None  # no spec_decode counters: no statistics
+
+
+def _vllm_page(drafts, tokens, accepted, per_pos):
+    lab = 'engine="0",model_name="llama-70b"'
+    lines = ["# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.",
+             "# TYPE vllm:spec_decode_num_drafts_total counter",
+             f"vllm:spec_decode_num_drafts_total{{{lab}}} {drafts}.0",
+             f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {tokens}.0",
+             f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {accepted}.0"]
+    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{i}"}} {v}.0'
+              for i, v in enumerate(per_pos)]
+    return "\n".join(lines) + "\n"
+
+
+def test_vllm_metric_names_are_read():
+    before = parse_prometheus(_vllm_page(30, 150, 110, [28, 25]))
+    got = from_prometheus(before, parse_prometheus(_vllm_page(40, 200, 150, [38, 35])))
+    assert got["source"].startswith("vllm /metrics")
+    assert (got["drafts"], got["drafted"], got["accepted"]) == (10, 50, 40)
+    assert got["acceptance_rate"] == 0.8 and got["mean_accepted_length"] == 5.0
+    assert got["accepted_per_position"] == [10, 10]
+
+
+def test_llama_server_timings_are_read():
+    got = from_llama_timings({"predicted_n": 64, "predicted_per_second": 30.5, "draft_n": 40, "draft_n_accepted": 30})
+    assert (got["source"], got["drafted"], got["accepted"], got["acceptance_rate"]) == ("llama-server", 40, 30, 0.75)
+    assert got["mean_accepted_length"] is None  # llama-server does not report it: not estimated
+    assert from_llama_timings({"predicted_n": 64}) is None  # no draft model: no speculative statistics
+
+
+def test_run_command_with_openai_backend(tiny_server, capsys):
+    url, _ = tiny_server
+    assert main(["run", "hello", "--backend", "openai", "--base-url", url + "/v1", "--model", "tiny",
+                 "--max-tokens", "6"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() and "accepted" in err and "[localspec]" in err
+    assert main(["run", "hello", "--backend", "openai", "--base-url", url + "/v1", "--max-tokens", "6", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["stats"]["source"] == "localspec" and data["model"] == "tiny"
+    assert data["usage"]["completion_tokens"] == 6
+
+
+def test_remote_errors_are_one_line(tiny_server, capsys):
+    url, _ = tiny_server
+    with pytest.raises(RemoteError, match="does not exist"):
+        list(RemoteBackend(url + "/v1", "gpt-4o").stream(HELLO, max_tokens=2))
+    with pytest.raises(RemoteError, match="cannot reach"):
+        RemoteBackend(f"http://127.0.0.1:{free_port()}/v1", "x").complete(HELLO, max_tokens=2)
+    assert main(["run", "hi", "--backend", "openai", "--base-url", url + "/v1", "--target", "x.gguf"]) == 1
+    assert "local backend" in capsys.readouterr().err
+    assert main(["run", "hi", "--backend", "openai"]) == 1
+    assert "--base-url" in capsys.readouterr().err
+
+
+# -- llama-cpp-python's OpenAI-compatible server: a peer implementation we did not write -------------------------
+@pytest.fixture(scope="module")
+def llama_cpp_server(smollm2, tmp_path_factory):
+    for dep in ("fastapi", "pydantic_settings", "starlette_context", "sse_starlette", "uvicorn"):
+        pytest.importorskip(dep, reason="llama_cpp.server needs llama-cpp-python[server]")
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama_cpp_server") / "server.log"  # a file: llama.cpp logs would fill a pipe
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2), "--port", str(port),
+                             "--n_ctx", "512", "--n_threads", "1", "--model_alias", "smollm2"],
+                            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(url + "/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_against_llama_cpp_server_reports_no_statistics(llama_cpp_server, capsys):
+    backend = RemoteBackend(llama_cpp_server)
+    events, done = _collect(backend.stream(HELLO, max_tokens=6, temperature=0.0))
+    assert backend.model == "smollm2"
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text.strip() and done.content == text and done.finish_reason in ("length", "stop")
+    assert done.stats is None  # it reports no speculative counters, and none are invented
+    assert main(["run", "hello", "--backend", "openai", "--base-url", llama_cpp_server, "--max-tokens", "4"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() and "statistics unavailable" in err
+    assert summary(None, "x") == "speculative statistics unavailable: x reports none"

@@ -1,0 +1,72 @@
+"""Shared helpers for the serve and remote tests: `localspec serve` on 127.0.0.1 (ephemeral port, in a thread)
+over real tiny GGUF models, and the official OpenAI client pointed at it. No tests live here."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+pytest.importorskip("sse_starlette")
+openai = pytest.importorskip("openai")
+
+from localspec.runtime.context import ContextSettings  # noqa: E402
+from localspec.runtime.pair import load_pair  # noqa: E402
+from localspec.serve.app import create_app  # noqa: E402
+from localspec.serve.runner import start_in_thread  # noqa: E402
+from localspec.serve.service import ChatService  # noqa: E402
+from localspec.spec.builder import build_engine  # noqa: E402
+from localspec.spec.engine import GenParams  # noqa: E402
+
+API_KEY = "test-key-123"
+
+
+@contextlib.contextmanager
+def running_server(target, draft=None, *, model_id="tiny", n_ctx=512, api_key=None, max_waiting=16, fmt=None,
+                   draft_max=4):
+    """Load the pair, serve it on an ephemeral loopback port; yields (base_url, service)."""
+    pair = load_pair(str(target), str(draft) if draft else None, ctx=ContextSettings(n_ctx=n_ctx, n_threads=1))
+    engine = build_engine(pair, draft_max=draft_max, draft_p_min=0.0)
+    service = ChatService(pair, engine, model_id=model_id, defaults=GenParams(max_tokens=16), fmt=fmt,
+                          max_waiting=max_waiting)
+    server = start_in_thread(create_app(service, api_key))
+    try:
+        yield server.url, service
+    finally:
+        server.stop()
+        service.close()
+
+
+def client(url: str, api_key: str = "unused", **kw):
+    # max_retries=0: a 503 must surface in the tests, not be retried away by the client.
+    return openai.OpenAI(base_url=url + "/v1", api_key=api_key, max_retries=0, timeout=180, **kw)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tiny_pair_paths):
+    with running_server(*tiny_pair_paths) as (url, service):
+        yield url, service
+
+
+# Tools whose arguments are finite under the grammar (enums, booleans), so even a model that never stops on its
+# own completes a call.
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "set_light", "description": "Switch a light",
+        "parameters": {"type": "object", "properties": {
+            "room": {"type": "string", "enum": ["kitchen", "hall"]}, "on": {"type": "boolean"}},
+            "required": ["room", "on"]}}},
+    {"type": "function", "function": {
+        "name": "pick_color", "description": "Pick a colour",
+        "parameters": {"type": "object", "properties": {"color": {"enum": ["red", "green", "blue"]}},
+                       "required": ["color"]}}},
+]
