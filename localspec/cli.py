@@ -9,16 +9,26 @@ from localspec import __version__
 from localspec.errors import LocalspecError
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes get the same one-line `error:` form and exit code as every other error."""
+
+    def error(self, message: str):
+        self.exit(1, f"error: {self.prog}: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from localspec.commands import doctor, run
 
-    parser = argparse.ArgumentParser(prog="localspec", description="Local assistant with speculative decoding.")
+    parser = _Parser(prog="localspec", description="Local assistant with speculative decoding.")
     parser.add_argument("--version", action="version", version=f"localspec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run.register(sub)
     doctor.register(sub)
     for module in _optional_command_modules():
         module.register(sub)
+        if hasattr(module, "add_top_level_args"):  # the app: `localspec [--pair NAME | --target PATH ...]`
+            module.add_top_level_args(parser)
+            parser.set_defaults(tui_func=module.cmd_tui)
     return parser
 
 

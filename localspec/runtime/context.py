@@ -55,7 +55,8 @@ class Context:
             raise LocalspecError(f"llama.cpp could not create a context of {n_ctx} tokens for {model.path.name}")
         self.ptr = ptr
         self.n_ctx = lib.llama_n_ctx(ptr)
-        self.n_batch = settings.n_batch
+        # llama.cpp clamps the batch to the window; sending more than it kept would trip a GGML_ASSERT.
+        self.n_batch = min(settings.n_batch, lib.llama_n_batch(ptr), lib.llama_n_ubatch(ptr), self.n_ctx)
         self.mem = lib.llama_get_memory(ptr)
         self.tokens: list[int] = []
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)

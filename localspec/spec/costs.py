@@ -55,7 +55,8 @@ class CostModel:
     def calibrate(self, ctx: Context, sizes=((1, 1), (1, 1), (1, 1), (4, 4), (8, 8), (16, 16), (16, 1)), repeats: int = 1):
         """Time a few throwaway decodes on top of the current cache, then roll them back."""
         base = ctx.n_past
-        if base + max(n for n, _ in sizes) >= ctx.n_ctx or base == 0:
+        sizes = [(n, r) for n, r in sizes if n <= ctx.n_batch]
+        if not sizes or base + max(n for n, _ in sizes) >= ctx.n_ctx or base == 0:
             return
         filler = ctx.tokens[-1]
         for _ in range(repeats):

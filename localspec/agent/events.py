@@ -1,0 +1,144 @@
+"""Typed events the agent loop emits, for UIs (TUI worker thread, CLI) and the JSONL transcript.
+
+Why plain dataclasses and a callback: the TUI posts them to its own thread; nothing here knows about
+textual. `record()` is what goes into the transcript (None: not recorded, e.g. one text token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from localspec.spec.stats import Stats
+from localspec.tools import ApprovalRequest, ToolResult
+
+
+@dataclass
+class Event:
+    type = "event"
+
+    def record(self) -> Optional[dict]:
+        return None
+
+
+@dataclass
+class TextDelta(Event):
+    """Generated text as it is verified. kind "text" is the visible answer, "call" is a tool call being written
+    (under the schema constraint). origin is who proposed the token: "target", "model", "schema", ... so a UI can
+    colour accepted drafts."""
+    step: int
+    text: str
+    origin: str
+    token: int
+    kind: str = "text"
+    type = "text"
+
+
+@dataclass
+class MessageAdded(Event):
+    """A message was appended to the conversation (user, assistant with or without tool_calls, tool)."""
+    message: dict
+    type = "message"
+
+    def record(self) -> dict:
+        return {"message": self.message}
+
+
+@dataclass
+class ToolCallStarted(Event):
+    step: int
+    call_id: str
+    name: str
+    arguments: dict
+    type = "tool_call"
+
+    def record(self) -> dict:
+        return {"step": self.step, "id": self.call_id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass
+class ApprovalNeeded(Event):
+    """Sent just before the Toolbox's approver is asked (the approver itself answers)."""
+    step: int
+    call_id: str
+    request: ApprovalRequest
+    type = "approval"
+
+    def record(self) -> dict:
+        r = self.request
+        return {"step": self.step, "id": self.call_id, "tool": r.tool, "summary": r.summary,
+                "danger": str(r.danger), "diff": r.diff}
+
+
+@dataclass
+class ApprovalDecided(Event):
+    step: int
+    call_id: str
+    decision: str  # a tools.Decision value: allow_once, allow_always, deny_once, deny_always
+    type = "approval_decision"
+
+    def record(self) -> dict:
+        return {"step": self.step, "id": self.call_id, "decision": self.decision}
+
+
+@dataclass
+class ToolCallFinished(Event):
+    step: int
+    call_id: str
+    name: str
+    arguments: dict
+    result: ToolResult
+    ran: bool = True  # False when cancelled before it ran
+    type = "tool_result"
+
+    def record(self) -> dict:
+        r = self.result
+        return {"step": self.step, "id": self.call_id, "name": self.name, "ok": r.ok, "ran": self.ran,
+                "content": r.content, "error": r.error, "data": _jsonable(r.data)}
+
+
+@dataclass
+class Notice(Event):
+    """Something the user should know that is not an error of the run (e.g. a call cut off by max tokens)."""
+    step: int
+    message: str
+    type = "notice"
+
+    def record(self) -> dict:
+        return {"step": self.step, "message": self.message}
+
+
+@dataclass
+class StepStats(Event):
+    """Engine statistics of one step: `stats` merges the step's generations (free text, then the call)."""
+    step: int
+    stats: Stats
+    generations: list = field(default_factory=list)  # [(phase, Stats)], phase "text" | "call"
+    type = "stats"
+
+    def record(self) -> dict:
+        return {"step": self.step, "stats": self.stats.to_dict(),
+                "generations": [{"phase": p, **s.to_dict()} for p, s in self.generations]}
+
+
+@dataclass
+class Done(Event):
+    result: Any  # AgentResult
+    type = "done"
+
+    def record(self) -> dict:
+        r = self.result
+        return {"finish_reason": r.finish_reason, "steps": r.steps, "error": r.error, "stats": r.stats.to_dict()}
+
+
+EventHandler = Callable[[Event], None]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

@@ -1,0 +1,246 @@
+"""The agent loop: model -> tool calls -> approval -> run -> results back -> model continues.
+
+One Agent is one conversation (its `messages` persist across run() calls) on one engine. The engine is not
+thread-safe: run one Agent.run at a time per engine. A UI runs it on a worker thread, passes `on_event` to get
+typed events, and sets `cancel` (a threading.Event) to stop: generation stops at the next token and tools that
+have not started do not run.
+
+Steps: each model turn is a step. On the last allowed step (max_steps, when it is not also the first) tools are
+off (tool_choice "none") so the run ends with an answer; finish_reason "max_steps" says the model began a call
+there anyway (its text up to the call is the answer). With max_steps=1 a turn's calls run, and the run ends.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Callable
+
+from localspec.chat.prompt import chat_prompt_tokens, tool_format
+from localspec.errors import ConfigError, ContextOverflowError
+from localspec.spec.engine import GenParams
+from localspec.spec.stats import Stats
+from localspec.tools import Decision, ToolResult
+
+from .calls import new_call_id
+from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, MessageAdded, Notice, StepStats, ToolCallFinished,
+                     ToolCallStarted)
+from .result import AgentResult, ToolCallRecord
+from .transcript import Transcript
+from .turn import TurnSettings, generate_turn
+
+TOOL_CHOICES = ("auto", "required", "none")
+
+# What the CLI (and TUI) send as the system prompt unless the user gives one.
+DEFAULT_SYSTEM = ("You are a helpful assistant working in the user's project folder (the workspace). Use the tools "
+                  "to read, search and change files there and to run commands; paths are relative to the workspace "
+                  "root. When a tool result gives you what you need, answer the user directly.")
+
+
+class Agent:
+    def __init__(self, engine, toolbox, *, model=None, system: str | None = None,
+                 params: GenParams = GenParams(max_tokens=512), max_steps: int = 8,
+                 tools: list[str] | tuple[str, ...] | None = None, call_max_tokens: int = 1024,
+                 max_calls_per_turn: int = 8, result_chars: int | None = None,
+                 transcript: Transcript | None = None, call_format=None):
+        if max_steps < 1:
+            raise ConfigError("max_steps must be >= 1")
+        if max_calls_per_turn < 1:
+            raise ConfigError("max_calls_per_turn must be >= 1")
+        self.engine = engine
+        self.toolbox = toolbox
+        self.model = model if model is not None else engine.target.model
+        self.format = call_format or tool_format(self.model)
+        self.max_steps = max_steps
+        self.settings = TurnSettings(params, call_max_tokens, max_calls_per_turn)
+        # A tool result may not flood the context: about a quarter of the window by default (~4 chars/token).
+        self.result_chars = result_chars or max(2000, engine.target.n_ctx)
+        self._tool_names = self._check_tools(tools)
+        self.transcript = transcript
+        self.messages: list[dict] = [{"role": "system", "content": system}] if system else []
+        self.last_result: AgentResult | None = None
+        if transcript is not None:
+            transcript.write("session", {
+                "model": str(getattr(self.model, "path", "")), "format": self.format.name,
+                "workspace": str(toolbox.root), "policy": toolbox.policy.mode, "tools": self._tool_names,
+                "max_steps": max_steps, "system": system})
+
+    # -- public -------------------------------------------------------------------------------------------------
+    @property
+    def params(self) -> GenParams:
+        """Generation parameters of free text (a UI may change them between runs)."""
+        return self.settings.params
+
+    @params.setter
+    def params(self, value: GenParams) -> None:
+        self.settings.params = value
+
+    def tool_specs(self, only: str | None = None) -> list[dict]:
+        """The tool definitions the model sees (policy-refused tools are left out)."""
+        names = [only] if only else self._tool_names
+        return [s for s in self.toolbox.specs(available_only=True) if s["function"]["name"] in names]
+
+    def run(self, prompt: str, *, tool_choice: str | dict = "auto", cancel: threading.Event | None = None,
+            on_event: Callable[[Event], None] | None = None) -> AgentResult:
+        """Add a user message and loop until the model answers without a call, the step limit, or cancel.
+
+        tool_choice applies to the first step: "auto", "required" (the turn starts inside a call), "none", or a
+        tool name / {"type": "function", "function": {"name": ...}} (required, that tool only). Later steps: auto.
+        KeyboardInterrupt propagates after the transcript records the interruption (last_result holds the partial
+        result)."""
+        choice, only = self._parse_choice(tool_choice)
+        cancel = cancel or threading.Event()
+        result = AgentResult(transcript=str(self.transcript.path) if self.transcript else None)
+        self.last_result = result
+        emit = self._emitter(on_event)
+        try:
+            self._add(emit, result, {"role": "user", "content": prompt})
+            self._loop(result, choice, only, cancel, emit)
+        except ContextOverflowError as exc:
+            result.finish_reason, result.error = "context", str(exc)
+        except KeyboardInterrupt:  # the caller gets the exception; the transcript gets the ending
+            result.finish_reason = "cancelled"
+            self._record(Done(result))
+            raise
+        except Exception as exc:
+            result.finish_reason, result.error = "error", f"{type(exc).__name__}: {exc}"
+            self._record(Done(result))
+            raise
+        emit(Done(result))
+        return result
+
+    def reset(self) -> None:
+        """Forget the conversation (keeps the system prompt)."""
+        self.messages = [m for m in self.messages[:1] if m.get("role") == "system"]
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+    def _loop(self, result: AgentResult, choice: str, only: str | None, cancel, emit) -> None:
+        for step in range(1, self.max_steps + 1):
+            if cancel.is_set():
+                result.finish_reason = "cancelled"
+                return
+            last = step == self.max_steps and step > 1
+            step_choice = "none" if last else (choice if step == 1 else "auto")
+            specs = self.tool_specs()  # per step: a UI may switch the policy mode between steps
+            if not specs:
+                step_choice = "none"
+            prompt = chat_prompt_tokens(self.model, self.messages, tools=specs or None)
+            callable_specs = [s for s in specs if s["function"]["name"] == only] if only and step == 1 else specs
+            turn = generate_turn(self.engine, self.model, self.format, prompt, callable_specs, step_choice,
+                                 self.settings, step=step, cancel=cancel, emit=emit)
+            result.steps = step
+            step_stats = Stats()
+            for _, s in turn.generations:
+                step_stats.merge(s)
+                result.stats.merge(s)
+            emit(StepStats(step, step_stats, list(turn.generations)))
+            for notice in turn.notices:
+                emit(Notice(step, notice))
+            result.text = turn.text
+            if turn.finish == "cancelled" or cancel.is_set():
+                if turn.text:
+                    self._add(emit, result, {"role": "assistant", "content": turn.text})
+                result.finish_reason = "cancelled"
+                return
+            if not turn.calls:
+                self._add(emit, result, {"role": "assistant", "content": turn.text})
+                if turn.wanted_call and last:
+                    result.finish_reason = "max_steps"
+                elif turn.finish in ("length", "context"):
+                    result.finish_reason = turn.finish
+                else:
+                    result.finish_reason = "stop"
+                return
+            self._run_calls(result, step, turn, cancel, emit)
+            if cancel.is_set():
+                result.finish_reason = "cancelled"
+                return
+        result.finish_reason = "max_steps"  # max_steps == 1 and the only turn called tools
+
+    def _run_calls(self, result: AgentResult, step: int, turn, cancel, emit) -> None:
+        calls = [(new_call_id(), name, args) for name, args in turn.calls]
+        self._add(emit, result, {"role": "assistant", "content": turn.text, "tool_calls": [
+            {"id": cid, "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+            for cid, name, args in calls]})
+        for cid, name, args in calls:  # in order; every call gets a result message, even when not run
+            emit(ToolCallStarted(step, cid, name, args))
+            if cancel.is_set():
+                res, ran = ToolResult.failure("cancelled by the user; the tool did not run"), False
+                res.tool = name
+            else:
+                res, ran = self._call_tool(step, cid, name, args, emit), True
+            emit(ToolCallFinished(step, cid, name, args, res, ran))
+            result.tool_calls.append(ToolCallRecord(cid, name, args, res, step, ran))
+            self._add(emit, result, {"role": "tool", "tool_call_id": cid, "name": name,
+                                     "content": self._for_model(res)})
+
+    def _call_tool(self, step: int, cid: str, name: str, args: dict, emit) -> ToolResult:
+        """Toolbox.call with the approver wrapped so UIs and the transcript see the request and the answer."""
+        original = self.toolbox.approver
+        if original is None:
+            return self.toolbox.call(name, args)
+
+        def asking(request):
+            emit(ApprovalNeeded(step, cid, request))
+            answer = original(request)
+            try:
+                emit(ApprovalDecided(step, cid, Decision.coerce(answer).value))
+            except ValueError:
+                pass  # the Toolbox reports the unrecognised answer as the call's error
+            return answer
+
+        self.toolbox.approver = asking
+        try:
+            return self.toolbox.call(name, args)
+        finally:
+            self.toolbox.approver = original
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+    def _for_model(self, res: ToolResult) -> str:
+        text = res.for_model()
+        if len(text) <= self.result_chars:
+            return text
+        return (text[: self.result_chars]
+                + f"\n[truncated for the model: showing the first {self.result_chars} of {len(text)} characters]")
+
+    def _add(self, emit, result: AgentResult, message: dict) -> None:
+        self.messages.append(message)
+        result.messages.append(message)
+        emit(MessageAdded(message))
+
+    def _record(self, event: Event) -> None:
+        if self.transcript is not None:
+            record = event.record()
+            if record is not None:
+                self.transcript.write(event.type, record)
+
+    def _emitter(self, on_event):
+        def emit(event: Event) -> None:
+            self._record(event)
+            if on_event is not None:
+                on_event(event)
+        return emit
+
+    def _check_tools(self, tools) -> list[str]:
+        known = self.toolbox.names()
+        if tools is None:
+            return list(known)
+        unknown = [t for t in tools if t not in known]
+        if unknown:
+            raise ConfigError(f"unknown tool(s) {', '.join(unknown)}; available: {', '.join(known)}")
+        return list(tools)
+
+    def _parse_choice(self, tool_choice) -> tuple[str, str | None]:
+        if isinstance(tool_choice, dict):
+            name = (tool_choice.get("function") or {}).get("name")
+            if not isinstance(name, str):
+                raise ConfigError('tool_choice object must look like {"type": "function", "function": {"name": ...}}')
+            tool_choice = name
+        if tool_choice in TOOL_CHOICES:
+            if tool_choice == "required" and not self.tool_specs():
+                raise ConfigError("tool_choice 'required' but no tool is available (check the policy mode)")
+            return tool_choice, None
+        if tool_choice in self._tool_names and self.tool_specs(tool_choice):
+            return "required", tool_choice
+        raise ConfigError(f"invalid tool_choice {tool_choice!r}: use auto, required, none or an available tool name")

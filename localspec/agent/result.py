@@ -1,0 +1,44 @@
+"""What one agent run returns (and what `localspec run --tools --json` prints)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from localspec.spec.stats import Stats
+from localspec.tools import ToolResult
+
+# stop: the model answered; max_steps: the step limit ended the run; cancelled: cancel event or Ctrl-C;
+# length: the answer (or a call) hit the token limit; context: the conversation no longer fits the context;
+# error: an unexpected exception (re-raised after the transcript records it).
+FINISH_REASONS = ("stop", "max_steps", "cancelled", "length", "context", "error")
+
+
+@dataclass
+class ToolCallRecord:
+    id: str
+    name: str
+    arguments: dict
+    result: ToolResult
+    step: int
+    ran: bool = True
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments, "ok": self.result.ok,
+                "content": self.result.content, "error": self.result.error, "step": self.step, "ran": self.ran}
+
+
+@dataclass
+class AgentResult:
+    text: str = ""  # the final assistant text
+    steps: int = 0  # model turns taken
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    stats: Stats = field(default_factory=Stats)  # all generations of the run merged
+    finish_reason: str = ""
+    error: str | None = None
+    messages: list[dict] = field(default_factory=list)  # messages this run added to the conversation
+    transcript: str | None = None  # path of the session's JSONL transcript
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "steps": self.steps, "tool_calls": [c.to_dict() for c in self.tool_calls],
+                "finish_reason": self.finish_reason, "error": self.error, "stats": self.stats.to_dict(),
+                "transcript": self.transcript}

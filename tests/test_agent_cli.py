@@ -1,0 +1,121 @@
+"""`localspec run PROMPT --tools` as a user runs it (subprocess, real llama.cpp, the tiny GGUF), plus the
+--approve modes and the terminal approver."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from localspec.commands.agent_run import _policy_and_approver, terminal_approver
+from localspec.tools import Decision, Toolbox
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def localspec(*args, home: Path, cwd: Path = ROOT, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LOCALSPEC_HOME=str(home),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "localspec", *map(str, args)], cwd=cwd, env=env, stdin=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello\n")
+    return ws
+
+
+AGENT_ARGS = ("--no-draft", "--tools", "--max-steps", "2", "--tool-choice", "required", "--max-tokens", "8",
+              "--tool-names", "read_file,list_dir", "--threads", "1")
+
+
+def test_run_tools_json(tiny_target, workspace, tmp_path):
+    home = tmp_path / "home"
+    proc = localspec("run", "list the files", "--target", tiny_target, *AGENT_ARGS, "--approve", "auto",
+                     "--workspace", workspace, "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["steps"] == 2
+    assert {"text", "stats", "steps", "tool_calls", "finish_reason"} <= set(out)
+    call = out["tool_calls"][0]
+    assert set(call) >= {"name", "arguments", "ok", "content"}
+    assert call["name"] in ("read_file", "list_dir")
+    if call["name"] == "list_dir":
+        assert call["ok"] and "notes.txt" in call["content"]
+    assert out["stats"]["generated_tokens"] > 0
+    transcript = Path(out["transcript"])
+    assert transcript.parent == home / "data" / "transcripts" and transcript.exists()
+    kinds = [json.loads(line)["type"] for line in transcript.read_text().splitlines()]
+    assert kinds[0] == "session" and "tool_result" in kinds and kinds[-1] == "done"
+
+
+def test_run_tools_streams_and_defaults_to_the_current_directory(tiny_target, workspace, tmp_path):
+    proc = localspec("run", "list the files", "--target", tiny_target, *AGENT_ARGS, "--approve", "never",
+                     "--no-transcript", home=tmp_path / "home", cwd=workspace)
+    assert proc.returncode == 0, proc.stderr
+    assert "-> " in proc.stderr and "<- " in proc.stderr and "[step 2:" in proc.stderr
+    assert "2 step(s)" in proc.stderr
+    assert not (tmp_path / "home" / "data" / "transcripts").exists()
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (("--workspace", "/no/such/dir"), "--workspace"),
+    (("--raw",), "--raw cannot be combined"),
+    (("--max-steps", "0"), "--max-steps"),
+])
+def test_bad_agent_flags(tiny_target, tmp_path, extra, needle):
+    proc = localspec("run", "x", "--target", tiny_target, "--tools", "--no-draft", *extra, home=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error:") and needle in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def _args(**kw):
+    return Namespace(**{"read_only": False, "approve": "ask", **kw})
+
+
+def test_approve_never_denies_and_auto_allows(workspace):
+    policy, approver = _policy_and_approver(_args(approve="never"))
+    res = Toolbox(workspace, policy, approver).call("write_file", {"path": "n.txt", "content": "x"})
+    assert not res.ok and "denied" in res.error and not (workspace / "n.txt").exists()
+    assert Toolbox(workspace, policy, approver).call("read_file", {"path": "notes.txt"}).ok  # reads still run
+    policy, approver = _policy_and_approver(_args(approve="auto"))
+    assert Toolbox(workspace, policy, approver).call("write_file", {"path": "a.txt", "content": "x"}).ok
+    policy, _ = _policy_and_approver(_args(read_only=True))
+    assert policy.mode == "read-only"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:  # the approver only asks when stdin is a terminal
+        return True
+
+
+def _request(workspace):
+    captured = []
+    Toolbox(workspace, "ask", lambda r: captured.append(r) or False).call(
+        "write_file", {"path": "new.txt", "content": "x\n"})
+    return captured[0]
+
+
+@pytest.mark.parametrize("typed, decision", [
+    ("y\n", Decision.ALLOW_ONCE), ("a\n", Decision.ALLOW_ALWAYS), ("n\n", Decision.DENY_ONCE),
+    ("what\nd\n", Decision.DENY_ALWAYS), ("", Decision.DENY_ONCE),
+])
+def test_terminal_approver_keys(workspace, typed, decision):
+    out = io.StringIO()
+    assert terminal_approver(_Terminal(typed), out)(_request(workspace)) is decision
+    assert "write_file" in out.getvalue() or "new.txt" in out.getvalue()
+
+
+def test_terminal_approver_without_a_terminal_denies(workspace):
+    out = io.StringIO()
+    assert terminal_approver(io.StringIO("y\n"), out)(_request(workspace)) is Decision.DENY_ONCE
+    assert "no terminal" in out.getvalue()

@@ -1,0 +1,75 @@
+"""`localspec bench`: BFCL AST scoring rules and the JSON contract on a real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from localspec.bench.scoring import call_matches, case_correct
+
+SUITE = Path(__file__).resolve().parents[2] / "shared" / "bench" / "bfcl_subset.jsonl"
+MULTI = Path(__file__).resolve().parents[1] / "benchmarks" / "multiturn.jsonl"
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+    "s": {"type": "string"}, "x": {"type": "number"}, "n": {"type": "integer"}, "l": {"type": "array"},
+    "o": {"type": "object"}}, "required": ["s"]}}}]
+
+
+def test_scoring_rules():
+    truth = {"name": "f", "arguments": {"s": ["Bronze Age"], "x": [2.0], "n": [3, ""], "l": [[1, "a b"]],
+                                        "o": [{"k": ["v"], "opt": [""]}]}}
+    ok = {"name": "f", "arguments": {"s": "bronze-age", "x": 2, "l": [1, "A_B"], "o": {"k": "V"}}}
+    assert call_matches(ok, truth, TOOLS)
+    assert not call_matches({**ok, "name": "g"}, truth, TOOLS)
+    assert not call_matches({"name": "f", "arguments": {"x": 2, "l": [1, "ab"], "o": {"k": "v"}}}, truth, TOOLS)
+    assert not call_matches({"name": "f", "arguments": {**ok["arguments"], "extra": 1}}, truth, TOOLS)
+    assert not call_matches({"name": "f", "arguments": {**ok["arguments"], "n": 3.5}}, truth, TOOLS)
+    assert not call_matches({"name": "f", "arguments": {**ok["arguments"], "o": {"k": "v", "z": 1}}}, truth, TOOLS)
+    assert not call_matches({"name": "f", "arguments": {**ok["arguments"], "l": [1]}}, truth, TOOLS)
+    t2 = {"name": "f", "arguments": {"s": ["b"]}}
+    assert case_correct([ok, {"name": "f", "arguments": {"s": "b"}}], [t2, truth], TOOLS, "parallel")
+    assert not case_correct([ok, ok], [t2, truth], TOOLS, "parallel")
+    assert not case_correct([ok, ok], [truth], TOOLS, "simple_python")
+
+
+def _bench(*args):
+    return subprocess.run([sys.executable, "-m", "localspec", "bench", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"}, timeout=900)
+
+
+@pytest.mark.skipif(not SUITE.exists(), reason="shared/bench/bfcl_subset.jsonl is not beside the checkout")
+def test_bench_json_contract_smollm2(smollm2):
+    out = _bench(str(SUITE), "--target", str(smollm2), "--configs", "baseline,toolspec", "--limit", "3", "--json")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["cases"] == 3
+    for name in ("baseline", "toolspec"):
+        c = res["configs"][name]
+        for key in ("tokens_per_second", "speedup", "mean_accepted_length", "acceptance_rate", "forced_share",
+                    "identical_to_baseline", "valid_json", "ast_accuracy", "prefill_s", "latency_s"):
+            assert key in c
+        assert c["valid_json"] == 1.0
+    assert res["configs"]["baseline"]["speedup"] == 1.0
+    assert res["configs"]["toolspec"]["mean_accepted_length"] > 2.0
+    assert res["configs"]["toolspec"]["forced_share"] > 0.2
+
+
+def test_bench_multiturn_suite_and_table(smollm2):
+    out = _bench(str(MULTI), "--target", str(smollm2), "--configs", "baseline,toolspec", "--limit", "4")
+    assert out.returncode == 0, out.stderr
+    assert "toolspec" in out.stdout and "speedup" in out.stdout
+
+
+def test_bench_errors(tmp_path, smollm2):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json}\n")
+    out = _bench(str(bad), "--target", str(smollm2))
+    assert out.returncode == 1 and out.stderr.strip().startswith("error:") and len(out.stderr.strip().splitlines()) == 1
+    out = _bench(str(MULTI), "--target", str(smollm2), "--configs", "all")
+    assert out.returncode == 1 and "need --draft" in out.stderr
+    out = _bench(str(MULTI), "--target", str(smollm2), "--configs", "fast")
+    assert out.returncode == 1 and "unknown config" in out.stderr
