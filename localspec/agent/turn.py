@@ -130,8 +130,7 @@ def _call_phase(engine, model, fmt, prompt, emitted, tools, settings: TurnSettin
 
 def _one_call(engine, model, fmt, prompt, emitted, tools, settings, out, step, cancel, emit):
     constraint = GrammarConstraint(model, call_grammar(fmt, tools, emitted, parallel=False))
-    params = GenParams(max_tokens=settings.call_max_tokens, sampling=settings.params.sampling, stop=(),
-                       draft_max=settings.params.draft_max)
+    params = GenParams(max_tokens=settings.call_max_tokens, sampling=settings.params.sampling, stop=())
     if emitted:
         emit(TextDelta(step, emitted, "target", -1, "call"))
     tokens, text = [], emitted
@@ -142,6 +141,8 @@ def _one_call(engine, model, fmt, prompt, emitted, tools, settings, out, step, c
             text += ev.text
             emit(TextDelta(step, ev.text, ev.origin, ev.token, "call"))
     _record(engine, out, "call")
+    if engine.last_stats is not None and engine.last_stats.finish_reason == "grammar":
+        engine.remember_call(tokens, text)  # complete calls only: the history drafter learns from them
     return tokens, text
 
 

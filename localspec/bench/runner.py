@@ -62,7 +62,6 @@ def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int
     # Warm up and calibrate the cost model outside the measured cases.
     engine.generate(case_prompt(pair, cases[0]), GenParams(max_tokens=1))
     ctx.clear()
-    hybrid = getattr(engine, "hybrid", None)
     results = []
     for n, case in enumerate(cases, 1):
         t0 = time.perf_counter()
@@ -82,8 +81,7 @@ def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int
             generated=s.generated_tokens, passes=s.target_passes, drafted=s.drafted, accepted=s.accepted,
             forced=s.forced, prefill_s=s.prefill_s, generation_s=s.generation_s, latency_s=latency,
             drafters={k: [v.drafted, v.accepted] for k, v in s.drafters.items()}))
-        if hybrid is not None and hybrid.sources and hybrid.sources[0].name == "history":
-            hybrid.sources[0].add_call_tokens(gen.tokens, gen.text, calls[0]["name"] if calls else None)
+        engine.remember_call(gen.tokens, gen.text, calls[0]["name"] if calls else None)
         if progress:
             progress(n, len(cases), results[-1])
     return results

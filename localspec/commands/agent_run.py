@@ -114,7 +114,7 @@ class _Printer:
 def cmd_agent_run(args) -> int:
     from localspec.agent import DEFAULT_SYSTEM, Agent, Transcript
     from localspec.commands.run import gen_params, load_from_args
-    from localspec.spec.builder import build_engine
+    from localspec.commands.run import engine_from_args
     from localspec.tools import Toolbox
 
     if getattr(args, "raw", False):
@@ -131,8 +131,7 @@ def cmd_agent_run(args) -> int:
     toolbox = Toolbox(workspace, policy, approver)
 
     pair = load_from_args(args)
-    engine = build_engine(pair, use_draft_model=not args.no_draft, draft_max=args.draft_max,
-                          draft_p_min=args.draft_p_min)
+    engine = engine_from_args(args, pair)
     transcript = None if args.no_transcript else Transcript.open()
     interrupted = False
     try:

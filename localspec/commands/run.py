@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from localspec.errors import ConfigError
@@ -39,6 +40,8 @@ def add_generation_args(p) -> None:
     p.add_argument("--min-p", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=None, metavar="S")
     p.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop string (repeatable)")
+    p.add_argument("--drafters", default="model,schema,history,ngram", metavar="LIST",
+                   help="drafting sources, comma-separated: model, schema, history, ngram ('none': target only)")
 
 
 def register(sub) -> None:
@@ -60,14 +63,21 @@ def register(sub) -> None:
 def validate_args(args) -> None:
     if args.draft and args.no_draft:
         raise ConfigError("--draft and --no-draft contradict each other")
-    if args.draft_max < 0:
-        raise ConfigError("--draft-max must be >= 0")
-    if not 0.0 <= args.draft_p_min <= 1.0:
-        raise ConfigError("--draft-p-min must be between 0 and 1")
-    if args.max_tokens < 1:
-        raise ConfigError("--max-tokens must be >= 1")
-    if args.temperature < 0:
-        raise ConfigError("--temperature must be >= 0")
+    checks = [  # flag, value, ok, what it must be
+        ("--max-tokens", args.max_tokens, lambda v: v >= 1, ">= 1"),
+        ("--draft-max", args.draft_max, lambda v: v >= 0, ">= 0"),
+        ("--draft-p-min", args.draft_p_min, lambda v: 0.0 <= v <= 1.0, "between 0 and 1"),
+        ("--temperature", args.temperature, lambda v: 0.0 <= v < math.inf, "a number >= 0"),
+        ("--top-k", args.top_k, lambda v: v >= 0, ">= 0 (0 disables)"),
+        ("--top-p", args.top_p, lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
+        ("--min-p", args.min_p, lambda v: 0.0 <= v <= 1.0, "between 0 and 1"),
+        ("--seed", args.seed, lambda v: v is None or 0 <= v < 2**63, "a non-negative integer"),
+        ("--threads", args.threads, lambda v: v >= 0, ">= 0 (0: one per core)"),
+        ("--ctx-size", args.ctx_size, lambda v: v >= 16, ">= 16"),
+    ]
+    for flag, value, ok, want in checks:
+        if isinstance(value, float) and math.isnan(value) or not ok(value):
+            raise ConfigError(f"{flag} must be {want}, not {value}")
 
 
 def resolve_paths(args) -> tuple[str, str | None]:
@@ -105,7 +115,30 @@ def _gpu(n: int | None) -> int:
 def gen_params(args) -> GenParams:
     sampling = SamplingParams(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p,
                               seed=args.seed)
-    return GenParams(max_tokens=args.max_tokens, sampling=sampling, stop=tuple(args.stop), draft_max=args.draft_max)
+    return GenParams(max_tokens=args.max_tokens, sampling=sampling, stop=tuple(args.stop))
+
+
+def parse_drafters(text: str) -> tuple[str, ...]:
+    from localspec.spec.builder import DRAFTERS
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip() and n.strip() != "none")
+    bad = [n for n in names if n not in DRAFTERS]
+    if bad:
+        raise ConfigError(f"unknown drafter {bad[0]!r}; choose from {', '.join(DRAFTERS)} or none")
+    return names
+
+
+def engine_from_args(args, pair):
+    """The engine every headless command uses: the chosen drafters, with tool-call history persisted per user."""
+    drafters = parse_drafters(args.drafters)
+    history = None
+    if "history" in drafters:
+        from localspec.models.paths import get_paths
+        from localspec.spec.drafters.history import CallHistory
+
+        history = CallHistory(get_paths().data_dir / "history" / "tool_calls.jsonl")
+    return build_engine(pair, use_draft_model=not args.no_draft, draft_max=args.draft_max,
+                        draft_p_min=args.draft_p_min, drafters=drafters, history=history)
 
 
 def prompt_tokens(model, prompt: str, raw: bool) -> list[int]:
@@ -126,8 +159,7 @@ def cmd_run(args) -> int:
 
         return cmd_agent_run(args)
     pair = load_from_args(args)
-    engine = build_engine(pair, use_draft_model=not args.no_draft, draft_max=args.draft_max,
-                          draft_p_min=args.draft_p_min)
+    engine = engine_from_args(args, pair)
     tokens = prompt_tokens(pair.target, args.prompt, args.raw)
     params = gen_params(args)
     if args.json:

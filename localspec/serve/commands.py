@@ -56,7 +56,7 @@ def cmd_serve(args) -> int:
     from localspec.commands.run import gen_params, load_from_args
     from localspec.serve.runner import serve_forever
     from localspec.serve.service import ChatService
-    from localspec.spec.builder import build_engine
+    from localspec.commands.run import engine_from_args
 
     fmt = None
     if args.tool_format:
@@ -64,8 +64,7 @@ def cmd_serve(args) -> int:
 
         fmt = get_format(args.tool_format)
     pair = load_from_args(args)
-    engine = build_engine(pair, use_draft_model=not args.no_draft, draft_max=args.draft_max,
-                          draft_p_min=args.draft_p_min)
+    engine = engine_from_args(args, pair)
     target = Path(pair.target.path)
     model_id = args.model_name or args.pair or target.stem
     service = ChatService(pair, engine, model_id=model_id, defaults=gen_params(args), fmt=fmt,

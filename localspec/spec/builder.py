@@ -34,7 +34,7 @@ def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: i
     costs = CostModel()
     tokenize = lambda text: pair.target.tokenize(text, add_special=False)  # noqa: E731
     hybrid = HybridDrafter(
-        costs=costs, schema="schema" in names, model=model, max_len=max_draft,
+        costs=costs, schema="schema" in names, model=model, max_len=max_draft, tokenize=tokenize,
         history=HistoryDrafter(tokenize, history) if "history" in names else None,
         ngram=NgramDrafter() if "ngram" in names else None)
     engine = SpecEngine(pair.target_ctx, hybrid, cost_model=costs)

@@ -24,7 +24,7 @@ class GenParams:
     max_tokens: int = 256
     sampling: SamplingParams = SamplingParams()
     stop: tuple[str, ...] = ()
-    draft_max: int = 8  # upper bound on tokens drafted per step (drafters may propose fewer)
+    draft_max: int | None = None  # cap on tokens drafted per step; None leaves it to the drafters' own limits
 
 
 @dataclass
@@ -119,7 +119,7 @@ class SpecEngine:
                     stats.finish_reason = "context"
                     break
                 # One speculative step: draft, verify in one batch, keep the agreeing prefix + one target token.
-                room = min(params.draft_max, params.max_tokens - stats.generated_tokens - 1,
+                room = min(params.draft_max or ctx.n_batch, params.max_tokens - stats.generated_tokens - 1,
                            ctx.n_ctx - ctx.n_past - 2, ctx.n_batch - 1)
                 draft = self._draft(history, room, params, constraint, rng, stats) if room > 0 else Draft()
                 accepted, nxt = self._verify(history[-1], draft, params.sampling, constraint, rng, stats)
@@ -152,6 +152,12 @@ class SpecEngine:
             stats.wall_s = time.perf_counter() - t_start
             stats.target_token_s = self.costs.single_token_s()
             self.totals.merge(stats)
+
+    def remember_call(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
+        """A finished tool call, for drafters that learn from earlier calls (the history drafter)."""
+        fn = getattr(self.drafter, "remember_call", None)
+        if fn is not None:
+            fn(tokens, text, tool)
 
     # -- internals -------------------------------------------------------------------------------------------
     def _pick(self, logits: np.ndarray, sampling: SamplingParams, constraint, rng) -> int:

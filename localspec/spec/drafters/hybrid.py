@@ -14,8 +14,11 @@ from localspec.spec.costs import CostModel
 from localspec.spec.draft import Draft, DraftRequest
 
 # Prior per-token acceptance before anything is observed, by drafter and match-length bucket.
-_PRIOR = {"history": 0.75, "ngram": 0.5, "model": 0.7}
+_PRIOR = {"history": 0.75, "ngram": 0.5, "model": 0.7, "schema": 0.5}
 _EMA = 0.15
+
+
+_CLOSERS = ('",', '"}', '"}}', '"', ',', '}', '}}', '"]', ']', '],', ']}', ']}}')
 
 
 def _bucket(match_len: int) -> int:
@@ -26,9 +29,13 @@ class HybridDrafter:
     name = "hybrid"
 
     def __init__(self, *, costs: CostModel, schema: bool = True, history=None, ngram=None, model=None,
-                 max_len: int = 64):
+                 max_len: int = 64, tokenize=None):
         self.costs = costs
         self.schema = schema
+        # Guesses that a JSON value ends here ('",' '"}' ',' '}' ...): once one is accepted, the grammar forces
+        # the next key, so a value's end and the following structure come out of the same verify pass.
+        self.closers = sorted({tuple(tokenize(c)) for c in _CLOSERS} if (tokenize and schema) else set(),
+                              key=len, reverse=True)
         self.sources = [d for d in (history, ngram) if d is not None]
         self.model = model
         self.max_len = max_len
@@ -52,6 +59,11 @@ class HybridDrafter:
 
     def reset(self) -> None:
         self.rates.clear()
+
+    def remember_call(self, tokens, text: str, tool: str | None = None) -> None:
+        for src in self.sources:
+            if hasattr(src, "add_call_tokens"):
+                src.add_call_tokens(tokens, text, tool)
 
     # -- costs -----------------------------------------------------------------------------------------------
     def _threshold(self, extra_s: float = 0.0) -> float:
@@ -89,6 +101,8 @@ class HybridDrafter:
                     if cons.done():
                         break
                 best = self._best_candidate(context + draft.tokens, room, cons, reach, thr)
+                if best is None and cons is not None and self.closers and draft.origins[-1:] != ["schema"]:
+                    best = self._closer(cons, room, reach, thr)
                 if best is None and self.model is not None:
                     best = self._model_candidate(req, context + draft.tokens, room, cons, reach)
                 if best is None:
@@ -138,6 +152,15 @@ class HybridDrafter:
             if value > best_value:
                 best, best_value = (src.name, toks[:n], (src.name, _bucket(m)), a), value
         return best
+
+    def _closer(self, cons, room, reach, thr):
+        a = self.rate("schema", 1)
+        if reach * a < thr:
+            return None
+        for seq in self.closers:
+            if len(seq) <= room and cons.matcher.validate_tokens(list(seq)) == len(seq):
+                return "schema", list(seq), ("schema", 1), a
+        return None
 
     def _model_candidate(self, req, context, room, cons, reach):
         a = self.rate("model", 0)
