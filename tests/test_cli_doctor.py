@@ -1,0 +1,49 @@
+"""`localspec doctor [--json]`: the llama.cpp build this installation runs on, as a subprocess sees it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_cli_run import localspec
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    proc = localspec("doctor", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_json_reports_backend_offload_devices_packages(report):
+    b = report["llama_cpp"]
+    assert b["backend"] in ("CPU", "CUDA", "Metal", "Vulkan", "ROCm", "HIP", "SYCL", "OpenCL", "MUSA", "CANN")
+    assert isinstance(b["gpu_offload"], bool)
+    assert b["devices"], "llama.cpp always has at least its CPU device"
+    for d in b["devices"]:
+        assert d["name"] and d["type"] in ("CPU", "GPU", "IGPU", "ACCEL")
+        assert isinstance(d["memory_total"], int)
+    if b["backend"] == "CPU":
+        assert not any(d["type"] in ("GPU", "IGPU") for d in b["devices"])
+    else:
+        assert b["gpu_offload"]
+    pk = report["packages"]
+    for name in ("localspec", "llama-cpp-python", "gguf", "numpy"):
+        assert pk[name], name  # installed, so a version string
+    assert pk["llama-cpp-python"] == b["llama_cpp_python"]
+    assert report["python"].count(".") == 2
+
+
+def test_text_report_agrees_with_json(report):
+    proc = localspec("doctor")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    b = report["llama_cpp"]
+    assert f"llama.cpp backend: {b['backend']}" in out
+    assert ("GPU offload supported" if b["gpu_offload"] else "GPU offload not supported") in out
+    for d in b["devices"]:
+        assert d["name"] in out
+    for name, ver in report["packages"].items():
+        assert name in out and (ver or "not installed") in out
+    assert f"Python {report['python']}" in out
