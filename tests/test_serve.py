@@ -273,11 +273,16 @@ def test_full_queue_answers_503_with_retry_after(tiny_pair_paths):
         assert total(_metrics(url), "localspec:requests_rejected_total") == codes.count(503)
 
 
-def test_client_disconnect_cancels_generation(tiny_server):
-    url, service = tiny_server
+def test_client_disconnect_cancels_generation(tiny_pair_paths):
+    # A long window, so the generation cannot finish on its own before the disconnect is noticed.
+    with running_server(*tiny_pair_paths, n_ctx=2048) as (url, service):
+        _disconnect_and_check(url, service)
+
+
+def _disconnect_and_check(url, service):
     before = _metrics(url)
     with httpx.stream("POST", url + "/v1/chat/completions", timeout=60,
-                      json={"model": "tiny", "messages": HELLO, "max_tokens": 480, "stream": True}) as r:
+                      json={"model": "tiny", "messages": HELLO, "max_tokens": 1900, "stream": True}) as r:
         lines = r.iter_lines()
         while not next(lines).startswith("data: {"):
             pass

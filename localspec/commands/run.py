@@ -30,17 +30,19 @@ def add_model_args(p) -> None:
 
 
 def add_generation_args(p) -> None:
-    p.add_argument("--draft-max", type=int, default=8, metavar="K", help="most tokens drafted per step")
-    p.add_argument("--draft-p-min", type=float, default=0.75, metavar="P",
+    p.add_argument("--draft-max", type=int, default=None, metavar="K",
+                   help="most tokens the draft model proposes per step (default: config, pair hint, 8)")
+    p.add_argument("--draft-p-min", type=float, default=None, metavar="P",
                    help="stop drafting when the draft model's top probability falls below P")
     p.add_argument("--max-tokens", type=int, default=256, metavar="N")
-    p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 = greedy")
-    p.add_argument("--top-k", type=int, default=40)
-    p.add_argument("--top-p", type=float, default=0.95)
-    p.add_argument("--min-p", type=float, default=0.05)
+    p.add_argument("--temperature", type=float, default=None, metavar="T",
+                   help="0 = greedy (default: 0, or sampling.temperature when set in config.toml)")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--min-p", type=float, default=None)
     p.add_argument("--seed", type=int, default=None, metavar="S")
     p.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop string (repeatable)")
-    p.add_argument("--drafters", default="model,schema,history,ngram", metavar="LIST",
+    p.add_argument("--drafters", default=None, metavar="LIST",
                    help="drafting sources, comma-separated: model, schema, history, ngram ('none': target only)")
 
 
@@ -60,7 +62,33 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_run)
 
 
+def apply_config(args, hints=None) -> None:
+    """Flags left unset take config.toml's values (and the pair's tuning hints), then built-in defaults."""
+    from localspec.models.config import load_config
+
+    cfg = load_config()
+    tuning = cfg.tuning(hints)
+    sampling_set = cfg.sampling.model_fields_set  # only values the user really set change the greedy default
+    fallback = {
+        "draft_max": tuning.draft_max or 8, "draft_p_min": tuning.draft_p_min if tuning.draft_p_min is not None
+        else 0.75,
+        "temperature": cfg.sampling.temperature if "temperature" in sampling_set else 0.0,
+        "top_k": cfg.sampling.top_k if "top_k" in sampling_set else 40,
+        "top_p": cfg.sampling.top_p if "top_p" in sampling_set else 0.95,
+        "min_p": cfg.sampling.min_p if "min_p" in sampling_set else 0.05,
+        "seed": cfg.sampling.seed,
+        "drafters": ",".join(n for n in ("model", "schema", "history", "ngram")
+                             if cfg.get(f"drafters.{n}")) or "none",
+        "n_gpu_layers": tuning.target_gpu_layers, "draft_n_gpu_layers": tuning.draft_gpu_layers,
+    }
+    for name, value in fallback.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+
+
 def validate_args(args) -> None:
+    if getattr(args, "drafters", None) is None:
+        apply_config(args, getattr(args, "_hints", None))
     if args.draft and args.no_draft:
         raise ConfigError("--draft and --no-draft contradict each other")
     checks = [  # flag, value, ok, what it must be
@@ -82,22 +110,22 @@ def validate_args(args) -> None:
 
 def resolve_paths(args) -> tuple[str, str | None]:
     """Explicit --target/--draft win; otherwise the configured or default pair (models package)."""
+    if args.draft and args.no_draft:
+        raise ConfigError("--draft and --no-draft contradict each other")
     if args.target:
         if getattr(args, "pair", None):
             raise ConfigError("give --pair or --target, not both")
         return args.target, (None if args.no_draft else args.draft)
-    try:
-        from localspec.models.resolve import resolve_models
-    except ModuleNotFoundError:
-        raise ConfigError("no model given: pass --target PATH") from None
-    target, draft = resolve_models(getattr(args, "pair", None), None, args.draft,
-                                   offline=getattr(args, "offline", False))
-    return str(target), (None if args.no_draft or draft is None else str(draft))
+    from localspec.models.resolve import resolve_selection
+
+    sel = resolve_selection(getattr(args, "pair", None), None, args.draft, offline=getattr(args, "offline", False))
+    args._hints = sel.hints  # the pair's tuning hints feed the defaults of unset flags
+    return str(sel.target), (None if args.no_draft or sel.draft is None else str(sel.draft))
 
 
 def load_from_args(args):
-    validate_args(args)
     target, draft = resolve_paths(args)
+    validate_args(args)
     ctx = ContextSettings(n_ctx=args.ctx_size, n_threads=args.threads, flash_attn=args.flash_attn)
     return load_pair(target, draft,
                      target=ModelSettings(n_gpu_layers=_gpu(args.n_gpu_layers)),

@@ -42,9 +42,12 @@ class HybridDrafter:
         self.rates: dict[tuple[str, int], float] = {}
         self._keys: list[tuple[str, int] | None] = []  # acceptance bucket of each token of the last draft
         self.model_token_s = 0.0  # measured cost of one draft-model token
+        self._fixed = False
 
     # -- acceptance bookkeeping --------------------------------------------------------------------------------
     def rate(self, name: str, match_len: int) -> float:
+        if self._fixed:
+            return _PRIOR.get(name, 0.5)
         return self.rates.get((name, _bucket(match_len)), _PRIOR.get(name, 0.5))
 
     def observe(self, draft: Draft, n_accepted: int) -> None:
@@ -69,7 +72,7 @@ class HybridDrafter:
     def _threshold(self, extra_s: float = 0.0) -> float:
         """Minimum probability of being accepted for one more drafted row to pay off."""
         t1 = self.costs.single_token_s()
-        if not t1:
+        if not t1 or self._fixed:
             return 0.15
         marginal = max(self.costs.cost(17, 17) - self.costs.cost(16, 16), 0.0)
         return min(0.95, (marginal + extra_s) / t1)
@@ -78,6 +81,9 @@ class HybridDrafter:
     def propose(self, req: DraftRequest) -> Draft:
         draft = Draft()
         self._keys = []
+        # Seeded sampling must replay exactly: drafting then depends on nothing measured or learned, since the
+        # accept/resample draws (and so the output) follow the drafts.
+        self._fixed = not req.sampling.greedy and req.sampling.seed is not None
         cons = req.constraint
         budget = min(req.max_len, self.max_len)
         reach = 1.0  # probability that verification gets this far
@@ -164,7 +170,7 @@ class HybridDrafter:
 
     def _model_candidate(self, req, context, room, cons, reach):
         a = self.rate("model", 0)
-        thr = self._threshold(self.model_token_s)
+        thr = self._threshold(0.0 if self._fixed else self.model_token_s)
         if reach * a < thr:
             return None  # on this machine the draft model costs more than it saves right now
         sub = DraftRequest(context, min(room, self.model.max_len), req.sampling, cons, req.rng)
