@@ -88,3 +88,20 @@ def test_json_schema_and_invalid_schema(smollm2):
     check_grammar(g, m)
     with pytest.raises(ConfigError, match="invalid"):
         GrammarConstraint(m, json_schema_grammar({"type": "object", "properties": {"x": {"type": "nonsense"}}}))
+
+
+def test_limits_bound_unbounded_strings_and_arrays(tiny_target):
+    """A model stuck in a loop still ends with a complete call once strings/arrays get default bounds."""
+    from localspec.spec.sampling import SamplingParams
+
+    tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
+        "label": {"type": "string"}, "items": {"type": "array", "items": {"type": "string"}}},
+        "required": ["label", "items"]}}}]
+    m = Model(tiny_target)
+    eng = SpecEngine(Context(m, ContextSettings(n_ctx=2048)))
+    g = tool_call_grammar(tools, max_string=12, max_items=3)
+    gen = eng.generate(m.tokenize("the"), GenParams(max_tokens=400, sampling=SamplingParams(
+        temperature=1.0, seed=3, top_k=0, top_p=1.0, min_p=0.0)), constraint=GrammarConstraint(m, g))
+    assert gen.stats.finish_reason == "grammar"
+    args = json.loads(gen.text)["arguments"]
+    assert len(args["label"]) <= 12 and len(args["items"]) <= 3 and all(len(s) <= 12 for s in args["items"])

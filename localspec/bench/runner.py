@@ -22,6 +22,9 @@ CONFIGS = {
     "toolspec": ("schema", "history", "ngram"),
     "all": ("schema", "history", "ngram", "model"),
 }
+# Bounds for strings and arrays whose schema has none: a small model caught in a repetition loop still
+# finishes a valid call (the same grammar for every config, so outputs stay comparable).
+MAX_STRING, MAX_ITEMS = 200, 24
 SYSTEM = ("You are a function-calling assistant. Answer the user's request by calling the provided tools with "
           "arguments taken from the request.")
 
@@ -68,7 +71,7 @@ def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int
         prompt = case_prompt(pair, case)
         # BFCL's categories say whether several calls are wanted (OpenAI's parallel_tool_calls).
         grammar = tool_call_grammar(case.tools, prefix=fmt.call_prefix, suffix=fmt.call_suffix,
-                                    parallel=case.category == "parallel")
+                                    parallel=case.category == "parallel", max_string=MAX_STRING, max_items=MAX_ITEMS)
         gen = engine.generate(prompt, params, constraint=GrammarConstraint(pair.target, grammar))
         latency = time.perf_counter() - t0
         parsed = fmt.parse(gen.text)

@@ -35,28 +35,36 @@ def lltokenizer(model) -> "llguidance.LLTokenizer":
         return tok
 
 
-def _closed(schema):
-    """Objects without an explicit additionalProperties get `false`: a call must not invent parameters."""
-    if isinstance(schema, dict):
-        out = {k: _closed(v) for k, v in schema.items()}
-        if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
-            out["additionalProperties"] = False
-        return out
+def _bounded(schema, max_string: int | None = None, max_items: int | None = None):
+    """Objects without an explicit additionalProperties get `false` (a call must not invent parameters); with
+    limits, strings and arrays that declare no bound get one, so a model stuck repeating itself still ends with
+    a complete call instead of running into max_tokens."""
     if isinstance(schema, list):
-        return [_closed(v) for v in schema]
-    return schema
+        return [_bounded(v, max_string, max_items) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: (_bounded(v, max_string, max_items) if k not in ("enum", "const", "default", "examples") else v)
+           for k, v in schema.items()}
+    typ = out.get("type")
+    if typ == "object" and "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    if max_string and typ == "string" and "maxLength" not in out and "enum" not in out and "pattern" not in out:
+        out["maxLength"] = max_string
+    if max_items and typ == "array" and "maxItems" not in out:
+        out["maxItems"] = max_items
+    return out
 
 
-def call_schema(tool: dict) -> dict:
+def call_schema(tool: dict, *, max_string: int | None = None, max_items: int | None = None) -> dict:
     """JSON Schema of one call {"name": <tool>, "arguments": <its parameters>} from an OpenAI-style tool."""
     fn = tool.get("function", tool)
-    params = _closed(fn.get("parameters") or {"type": "object", "properties": {}})
+    params = _bounded(fn.get("parameters") or {"type": "object", "properties": {}}, max_string, max_items)
     return {"type": "object", "properties": {"name": {"const": fn["name"]}, "arguments": params},
             "required": ["name", "arguments"], "additionalProperties": False}
 
 
-def tools_schema(tools: list[dict]) -> dict:
-    schemas = [call_schema(t) for t in tools]
+def tools_schema(tools: list[dict], **limits) -> dict:
+    schemas = [call_schema(t, **limits) for t in tools]
     if not schemas:
         raise ConfigError("tool choice needs at least one tool")
     schema = schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
@@ -68,10 +76,10 @@ def _lark_str(text: str) -> str:
 
 
 def tool_call_grammar(tools: list[dict], *, prefix: str = "", suffix: str = "", separator: str | None = None,
-                      parallel: bool = False) -> str:
+                      parallel: bool = False, max_string: int | None = None, max_items: int | None = None) -> str:
     """Lark grammar for `prefix call suffix`, or with `parallel`, several calls joined by `separator`
-    (default: suffix + newline + prefix, as in Hermes-style blocks)."""
-    schema = json.dumps(tools_schema(tools))
+    (default: a newline). `max_string` / `max_items` bound strings and arrays whose schema sets no limit."""
+    schema = json.dumps(tools_schema(tools, max_string=max_string, max_items=max_items))
     call = f"%json {schema}"
     one = " ".join(x for x in (_lark_str(prefix) if prefix else "", "call", _lark_str(suffix) if suffix else "") if x)
     if parallel:
