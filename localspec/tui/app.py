@@ -1,0 +1,206 @@
+"""The localspec Textual app: owns the session, loads model pairs off the UI thread, answers tool approvals.
+
+Tool approvals cross threads like this: the Toolbox calls `approve()` on the generating thread, which posts an
+ApprovalAsked message carrying a Future and waits; the UI thread shows the modal and sets the Future's result.
+Cancelling the turn, or quitting, answers "deny once": a question nobody answered never allows anything.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+from typing import Iterable
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from localspec.errors import LocalspecError
+from localspec.models.config import load_config, set_config_value
+from localspec.models.resolve import Selection
+from localspec.tools import ApprovalRequest, Decision
+from localspec.tui.messages import ApprovalAsked, ApprovalWithdrawn, PairFailed, PairLoaded
+from localspec.tui.options import AppOptions
+from localspec.tui.screens.approval import ApprovalScreen
+from localspec.tui.screens.chat import ChatScreen
+from localspec.tui.screens.models import ModelsScreen
+from localspec.tui.screens.settings import SettingsScreen
+from localspec.tui.session import ChatSession
+
+
+class LocalspecApp(App):
+    TITLE = "localspec"
+    # Absolute paths: Textual resolves relative ones against the module of the (possibly sub-)class.
+    CSS_PATH = [Path(__file__).parent / f"{name}.tcss" for name in ("app", "chat", "models", "settings", "approval")]
+    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+
+    def __init__(self, options: AppOptions | None = None, *, session: ChatSession | None = None) -> None:
+        super().__init__()
+        self.options = options or AppOptions()
+        self.session = session or ChatSession(self.options)
+        self.session.toolbox.approver = self.approve
+        self.turn_cancel: threading.Event | None = None  # the running turn's cancel event (set by the chat screen)
+        self.last_transcript: Path | None = None
+        self.loading = False  # a pair is being loaded
+        self._open_questions: dict[int, ApprovalScreen] = {}
+        self._quitting = threading.Event()
+
+    # -- startup --------------------------------------------------------------------------------------------------
+    @property
+    def chat(self) -> ChatScreen:
+        """The chat screen: always at the bottom of the screen stack (above Textual's blank default screen)."""
+        return self._chat
+
+    def on_mount(self) -> None:
+        # Move what exists now (modules, widgets, styles) out of the cyclic garbage collector's sight: full
+        # collections otherwise scan it all on the UI thread, measured at 20-60 ms pauses mid-reply.
+        gc.collect()
+        gc.freeze()
+        self._apply_theme()
+        self._chat = ChatScreen()
+        self.install_screen(self._chat, name="chat")
+        self.push_screen("chat")
+        self.install_screen(ModelsScreen(), name="models")  # kept: a download outlives leaving the screen
+        try:
+            sel = self.session.initial_selection()
+        except LocalspecError as exc:
+            self.chat.set_status("no model")
+            self.open_models(f"{exc}\nDownload a pair below (select it, press p), or start with --target PATH.")
+            return
+        self.switch_pair(sel)
+        if sel.demo:  # first run: nothing installed, only the packaged demo model to fall back on
+            self.open_models("No model pair is installed yet. Download one below (select it, press p), or press "
+                             "Esc to try the small demo model (SmolLM2-135M, no draft model).")
+
+    def _apply_theme(self) -> None:
+        theme = self.session.settings.theme
+        if theme in self.available_themes:
+            self.theme = theme
+        else:
+            self.notify(f"unknown theme {theme!r} in the settings; using {self.theme}", severity="warning")
+
+    # -- models ---------------------------------------------------------------------------------------------------
+    def switch_pair(self, sel: Selection) -> None:
+        """Cancel any running reply, then load `sel` in a worker; the chat shows the outcome."""
+        self.chat.cancel_turn()
+        self.loading = True
+        self.chat.set_status(f"loading {sel.pair or sel.target.name}…")
+        self._load(sel)
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load(self, sel: Selection) -> None:
+        try:
+            info = self.session.load(sel)
+        except LocalspecError as exc:
+            self.post_message(PairFailed(str(exc)))
+        except Exception as exc:  # e.g. llama.cpp refusing a file: a message, not a traceback
+            self.post_message(PairFailed(f"could not load the model: {type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(PairLoaded(info))
+
+    def on_pair_loaded(self, msg: PairLoaded) -> None:
+        self.loading = False
+        self.chat.set_status("ready")
+        self.notify(f"loaded {msg.info.label}", timeout=2)
+
+    async def on_pair_failed(self, msg: PairFailed) -> None:
+        self.loading = False
+        self.chat.set_status("no model")
+        await self.chat.add_message("error", msg.message + "  (F2 opens the models screen)")
+
+    def open_models(self, notice: str | None = None) -> None:
+        screen = self.get_screen("models")
+        screen.set_notice(notice)
+        if self.screen is not screen:
+            self.push_screen(screen)
+
+    def action_models(self) -> None:
+        self.open_models()
+
+    def action_settings(self) -> None:
+        if not isinstance(self.screen, SettingsScreen):
+            self.push_screen(SettingsScreen())  # a fresh form: it shows the file as it is now
+
+    # -- settings -------------------------------------------------------------------------------------------------
+    def reload_settings(self) -> None:
+        self.session.apply_settings(load_config(self.options.config_path))
+        self._apply_theme()
+
+    def set_config(self, key: str, value) -> None:
+        set_config_value(key, value, self.options.config_path)
+        self.reload_settings()
+
+    # -- tool approval --------------------------------------------------------------------------------------------
+    def approve(self, request: ApprovalRequest) -> Decision:
+        """The Toolbox's approver: runs on the generating thread and blocks until the user answers."""
+        future: Future = Future()
+        cancel = self.turn_cancel
+        self.post_message(ApprovalAsked(request, future))
+        while True:
+            try:
+                return future.result(timeout=0.05)
+            except FutureTimeout:
+                if self._quitting.is_set() or (cancel is not None and cancel.is_set()):
+                    self.post_message(ApprovalWithdrawn(future))
+                    return Decision.DENY_ONCE
+
+    def on_approval_asked(self, msg: ApprovalAsked) -> None:
+        future = msg.future
+        screen = ApprovalScreen(msg.request)
+        self._open_questions[id(future)] = screen
+
+        def answered(decision: Decision | None) -> None:
+            self._open_questions.pop(id(future), None)
+            if not future.done():
+                future.set_result(decision or Decision.DENY_ONCE)
+
+        self.push_screen(screen, answered)
+
+    def on_approval_withdrawn(self, msg: ApprovalWithdrawn) -> None:
+        screen = self._open_questions.pop(id(msg.future), None)
+        if screen is not None and screen.is_attached:
+            screen.dismiss(Decision.DENY_ONCE)
+
+    # -- command palette ------------------------------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        chat = self.chat
+        yield SystemCommand("Models", "Catalog and installed pairs: download, switch, set default (F2)",
+                            self.action_models)
+        yield SystemCommand("Settings", "Edit config.toml (F3)", self.action_settings)
+        yield SystemCommand("Toggle token origins", "Colour each token by who proposed it (Ctrl+O)",
+                            chat.action_toggle_origins)
+        yield SystemCommand("Toggle statistics panel", "Show or hide live statistics (Ctrl+T)",
+                            chat.action_toggle_stats)
+        yield SystemCommand("Copy last reply", "Copy the last assistant message to the clipboard (Ctrl+Y)",
+                            chat.action_copy_last)
+        yield SystemCommand("Save transcript", "Write the conversation as Markdown in the workspace (Ctrl+S)",
+                            chat.action_save_transcript)
+        yield SystemCommand("New conversation", "Forget the conversation so far (Ctrl+N)", chat.action_new_chat)
+        yield SystemCommand("Cancel reply", "Stop the reply being written; keep its text (Esc)", chat.action_cancel)
+        for mode in ("ask", "read-only", "auto"):
+            yield SystemCommand(f"Approval mode: {mode}", "How tool calls are approved (this session)",
+                                lambda m=mode: self._set_mode(m))
+
+    def _set_mode(self, mode: str) -> None:
+        self.session.toolbox.policy.mode = mode
+        self.notify(f"approval mode: {mode}", timeout=2)
+
+    # -- shutdown -------------------------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        self._stop_work()
+        await super().action_quit()
+
+    def _stop_work(self) -> None:
+        self._quitting.set()
+        if self.turn_cancel is not None:
+            self.turn_cancel.set()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()
+        self._stop_work()
+        self.session.shutdown(timeout=5.0)  # frees the models once the cancelled turn has let go of them

@@ -1,0 +1,34 @@
+"""Colours for token origins (who proposed each token the target accepted), shared by messages and the legend."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+COLOURS = {
+    "target": "#d0d0d0",  # sampled by the target itself
+    "model": "#5fd75f",  # drafted by the draft model
+    "schema": "#d787ff",  # forced by the tool-call schema
+    "history": "#5fafff",  # copied from earlier turns or tool results
+    "ngram": "#ffd75f",  # n-gram lookup in the context
+}
+LABELS = {"target": "target", "model": "draft model", "schema": "schema", "history": "history", "ngram": "n-gram"}
+
+
+def colour(origin: str) -> str:
+    return COLOURS.get(origin, "#ff8700")  # an unknown drafter still stands out
+
+
+def coloured(runs) -> Text:
+    """Rich Text of (origin, text) runs, each run in its origin's colour."""
+    text = Text()
+    for origin, part in runs:
+        text.append(part, style=colour(origin))
+    return text
+
+
+def legend() -> Text:
+    text = Text()
+    for origin in COLOURS:
+        text.append("■ ", style=colour(origin))
+        text.append(LABELS[origin] + "  ")
+    return text

@@ -1,0 +1,1 @@
+"""Textual screens: chat, models, settings, and the approval modal."""

@@ -1,0 +1,107 @@
+"""What a chat turn reports to the UI, and the batcher that keeps those reports to a few dozen per second.
+
+Why batch: a small model emits hundreds of tokens per second; posting each one to the UI thread would make the
+event loop re-render Markdown hundreds of times a second. The generating thread coalesces tokens into chunks
+(at most one per `interval`), each carrying a frozen statistics snapshot.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from localspec.tui.livestats import StatsView
+
+ORIGINS = ("target", "model", "schema", "history", "ngram")
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    runs: tuple[tuple[str, str], ...]  # (origin, text), neighbours of the same origin merged
+    stats: StatsView | None = None
+    rate: float | None = None  # tokens per second since the previous chunk (the sparkline)
+    kind: str = "text"  # "text": the visible answer; "call": a tool call being written
+
+    @property
+    def text(self) -> str:
+        return "".join(t for _, t in self.runs)
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call_id: str
+    ok: bool
+    content: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Notice:
+    message: str  # something the user should know that is not an error (e.g. a dropped repeated call)
+
+
+@dataclass(frozen=True)
+class TurnDone:
+    stats: StatsView
+    generation_s: float
+    cancelled: bool = False
+    finish_reason: str = ""
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    message: str  # one line for the user
+
+
+TurnEvent = TextChunk | ToolStarted | ToolFinished | Notice | TurnDone | TurnFailed
+
+
+@dataclass
+class Batcher:
+    post: Callable[[TurnEvent], None]
+    stats: Callable[[], StatsView | None] = lambda: None
+    interval: float = 0.06  # ~16 updates a second: smooth to read, and each one costs the UI a layout pass
+    clock: Callable[[], float] = time.perf_counter
+    _runs: list[list[str]] = field(default_factory=list)
+    _tokens: int = 0
+    _last: float | None = None
+    _kind: str = "text"
+
+    def add(self, text: str, origin: str, *, kind: str = "text", counts: bool = True) -> None:
+        """One emitted token's text (counts=False for text that is not a token, like a trailing flush)."""
+        if kind != self._kind:
+            self.flush()  # a chunk holds one kind: answer text and call text go to different widgets
+            self._kind = kind
+        self._tokens += counts
+        if text:
+            if self._runs and self._runs[-1][0] == origin:
+                self._runs[-1][1] += text
+            else:
+                self._runs.append([origin, text])
+        now = self.clock()
+        if self._last is None:
+            self._last = now
+        elif now - self._last >= self.interval:
+            self.flush(now)
+
+    def flush(self, now: float | None = None, *, pause: bool = False) -> None:
+        """Post what is pending. pause=True: generation stops for a while (a tool runs), so the next rate is
+        timed from the next token, not across the pause."""
+        now = self.clock() if now is None else now
+        if not self._runs and not self._tokens:
+            if pause:
+                self._last = None
+            return
+        dt = now - self._last if self._last is not None else 0.0
+        # A rate over a sliver of time (the last flush of a generation) is noise, not a sparkline point.
+        rate = self._tokens / dt if dt >= self.interval / 2 else None
+        self.post(TextChunk(tuple((o, t) for o, t in self._runs), self.stats(), rate, self._kind))
+        self._runs, self._tokens, self._last = [], 0, (None if pause else now)

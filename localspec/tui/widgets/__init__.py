@@ -1,0 +1,1 @@
+"""Textual widgets of the chat screen."""

@@ -1,0 +1,77 @@
+"""A chat message (Textual widget): Markdown normally, or the raw text coloured by token origin.
+
+Roles: assistant (Markdown), user (verbatim: what was typed), call (a tool call as the model writes it), error and
+note. Only assistant text is Markdown: fewer widgets per message keeps mounting one cheap for the UI thread.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Label, Markdown, Static
+
+from localspec.tui.origins import coloured
+
+ROLE_TITLES = {"user": "You", "assistant": "Assistant", "call": "Tool call (as generated)", "error": "Error",
+               "note": "localspec"}
+MARKDOWN_ROLES = ("assistant",)
+
+
+class ChatMessage(Vertical, can_focus=True):
+    BINDINGS = [Binding("c", "copy", "Copy message")]
+
+    def __init__(self, role: str, text: str = "", *, origins: bool = False) -> None:
+        super().__init__(classes=f"message {role}")
+        self.role = role
+        self.runs: list[tuple[str, str]] = [("target", text)] if text else []
+        self.show_origins = origins
+        self.set_class(origins, "-origins")
+        self._initial = text
+        self._stream = None
+
+    @property
+    def text(self) -> str:
+        return "".join(t for _, t in self.runs)
+
+    def compose(self) -> ComposeResult:
+        yield Label(ROLE_TITLES.get(self.role, self.role), classes="role")
+        if self.role in MARKDOWN_ROLES:
+            yield Markdown(self._initial, classes="body")
+            yield Static(coloured(self.runs), classes="origins")
+        else:
+            yield Static(self._plain(), classes="body")
+
+    def _plain(self) -> Text:
+        return coloured(self.runs) if self.show_origins and self.role == "call" else Text(self.text)
+
+    async def append(self, runs) -> None:
+        """Add streamed text; MarkdownStream coalesces fragments when rendering falls behind."""
+        self.runs.extend(runs)
+        if self.role not in MARKDOWN_ROLES:
+            self.query_one(".body", Static).update(self._plain())
+            return
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self.query_one(Markdown))
+        await self._stream.write("".join(t for _, t in runs))
+        if self.show_origins:
+            self.query_one(".origins", Static).update(coloured(self.runs))
+
+    async def finish(self) -> None:
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+
+    def set_origins(self, on: bool) -> None:
+        self.show_origins = on
+        self.set_class(on, "-origins")
+        if self.role in MARKDOWN_ROLES:
+            if on:
+                self.query_one(".origins", Static).update(coloured(self.runs))
+        elif self.role == "call":
+            self.query_one(".body", Static).update(self._plain())
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.text)
+        self.notify("message copied to the clipboard", timeout=2)

@@ -1,0 +1,110 @@
+"""The live statistics panel (Textual widget): speculation figures, per-drafter counts, a sparkline, totals."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Label, Sparkline, Static
+
+from localspec.tui.livestats import SessionView, StatsView
+from localspec.tui.origins import LABELS, colour, legend
+
+SPARK_POINTS = 40
+
+
+def _grid() -> Table:
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style="dim")
+    t.add_column(justify="right")
+    return t
+
+
+def turn_table(v: StatsView | None) -> Table:
+    t = _grid()
+    if v is None:
+        t.add_row("no generation yet", "")
+        return t
+    t.add_row("acceptance", f"{100 * v.acceptance_rate:.1f}%")
+    t.add_row("tokens / pass", f"{v.mean_accepted_length:.2f}")
+    t.add_row("tokens / s", f"{v.tokens_per_second:.1f}")
+    t.add_row("est. speedup", f"{v.estimated_speedup:.2f}x" if v.estimated_speedup else "–")
+    t.add_row("tokens", f"{v.generated} in {v.target_passes} passes")
+    if v.finish_reason:
+        t.add_row("finished", v.finish_reason)
+    return t
+
+
+def drafter_table(v: StatsView | None) -> Table:
+    t = Table.grid(padding=(0, 1))
+    t.add_column(min_width=12)
+    t.add_column(justify="right")
+    t.add_column(justify="right")
+    t.add_row(Text("drafter", style="dim"), Text("drafted", style="dim"), Text("accepted", style="dim"))
+    for name, (drafted, accepted) in sorted((v.drafters if v else {}).items()):
+        t.add_row(Text(LABELS.get(name, name), style=colour(name)), str(drafted), str(accepted))
+    if not v or not v.drafters:
+        t.add_row(Text("none yet", style="dim"), "", "")
+    return t
+
+
+def totals_table(s: SessionView) -> Table:
+    t = _grid()
+    t.add_row("turns", str(s.turns))
+    t.add_row("tokens", str(s.generated))
+    t.add_row("acceptance", f"{100 * s.acceptance_rate:.1f}%")
+    t.add_row("tokens / pass", f"{s.mean_accepted_length:.2f}")
+    t.add_row("tokens / s", f"{s.tokens_per_second:.1f}")
+    return t
+
+
+class StatsPanel(VerticalScroll):
+    """Figures may arrive 16 times a second; the panel redraws at most every `REDRAW_S` (each redraw re-lays out
+    the screen) and always for a final figure."""
+
+    REDRAW_S = 0.25
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.view: StatsView | None = None
+        self.totals = SessionView()
+        self.rates: deque[float] = deque(maxlen=SPARK_POINTS)
+        self._drawn = 0.0
+        self._pending = False
+
+    def compose(self) -> ComposeResult:
+        yield Label("This turn", classes="heading")
+        yield Static(turn_table(None), id="turn-stats")
+        yield Static(drafter_table(None), id="drafter-stats")
+        yield Label("tokens / s", classes="heading")
+        yield Sparkline([], id="spark")
+        yield Label("Session", classes="heading")
+        yield Static(totals_table(self.totals), id="totals")
+        yield Label("Token origins", classes="heading")
+        yield Static(legend(), id="legend")
+
+    def show(self, view: StatsView | None, rate: float | None = None, *, final: bool = False) -> None:
+        if view is not None:
+            self.view = view
+        if rate is not None:
+            self.rates.append(rate)
+        now = time.monotonic()
+        if final or now - self._drawn >= self.REDRAW_S:
+            self._redraw(now)
+        elif not self._pending:  # draw the latest figures soon, even if no further update arrives
+            self._pending = True
+            self.set_timer(self.REDRAW_S, lambda: self._redraw(time.monotonic()))
+
+    def _redraw(self, now: float) -> None:
+        self._drawn, self._pending = now, False
+        self.query_one("#turn-stats", Static).update(turn_table(self.view))
+        self.query_one("#drafter-stats", Static).update(drafter_table(self.view))
+        self.query_one(Sparkline).data = list(self.rates)
+
+    def show_totals(self, totals: SessionView) -> None:
+        self.totals = totals
+        self.query_one("#totals", Static).update(totals_table(totals))
