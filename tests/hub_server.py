@@ -237,3 +237,10 @@ def tiny_hub(hub, home, tiny_pair_paths, tiny_other_vocab, tmp_path, monkeypatch
                                                 (OTHER_REPO, OTHER_FILE, other))}, "tiny"))
     monkeypatch.setenv("LOCALSPEC_CATALOG", str(cat))
     return hub
+
+
+def run_cli(*argv) -> int:
+    """The commands exactly as `localspec` runs them (errors: one `error:` line on stderr, exit code 1)."""
+    from localspec.cli import main
+
+    return main([str(a) for a in argv])

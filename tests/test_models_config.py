@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 
 import platformdirs
 import pytest
 
-from localspec.errors import ConfigError, LocalspecError
+from localspec.errors import ConfigError
 from localspec.models import tomlio
 from localspec.models.catalog import Hints
-from localspec.models.commands import register
 from localspec.models.config import Settings, config_keys, env_name, load_config, save_config, set_config_value
 from localspec.models.paths import get_paths
+from tests.hub_server import run_cli as run
 from tests.hub_server import home  # noqa: F401  (fixture)
-
-
-def run(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="localspec")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except LocalspecError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
 
 
 def test_localspec_home_puts_every_folder_under_it(tmp_path):

@@ -3,23 +3,21 @@ out of disk space; pair compatibility; add/rm; what a command runs on when it ne
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import shutil
-import sys
 import threading
 from collections import namedtuple
 from pathlib import Path
 
 import pytest
 
-from localspec.errors import DownloadError, IncompatibleDraftError, LocalspecError, ModelFileError
+from localspec.errors import DownloadError, IncompatibleDraftError, ModelFileError
 from localspec.models import hub as hubmod
-from localspec.models.commands import register
 from localspec.models.install import add_pair, pull_file, pull_pair, remove
 from localspec.models.paths import get_paths
+from tests.hub_server import run_cli as run
 from localspec.models.registry import load_registry
 from localspec.models.resolve import resolve_models, resolve_selection
 from tests.hub_server import (  # noqa: F401  (fixtures)
@@ -27,18 +25,6 @@ from tests.hub_server import (  # noqa: F401  (fixtures)
 
 BIG_REPO, BIG_FILE = "test-org/big-GGUF", "big.gguf"
 MB = 1 << 20
-
-
-def run(*argv: str) -> int:
-    """The subcommands as localspec.cli runs them: LocalspecError -> "error: <msg>" on stderr, exit 1."""
-    parser = argparse.ArgumentParser(prog="localspec")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except LocalspecError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
 
 
 def error(capsys) -> str:
