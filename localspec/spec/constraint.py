@@ -11,6 +11,9 @@ class Constraint(Protocol):
     def allowed(self) -> np.ndarray:
         """Boolean mask over the vocabulary: tokens the grammar accepts next."""
 
+    def is_allowed(self, token: int) -> bool:
+        """Whether the grammar accepts `token` next (cheaper than a whole mask)."""
+
     def consume(self, token: int) -> bool:
         """Advance with an accepted token; False if the grammar refuses it (state unchanged)."""
 

@@ -13,7 +13,7 @@ from localspec.runtime.context import Context
 from localspec.spec.costs import CostModel
 from localspec.spec.detok import TextStream
 from localspec.spec.draft import Draft, Drafter, DraftRequest
-from localspec.spec.sampling import SamplingParams, filtered_dist, masked_argmax, residual
+from localspec.spec.sampling import SamplingParams, constrained_argmax, filtered_dist, residual
 from localspec.spec.stats import Stats
 
 TARGET = "target"
@@ -161,9 +161,9 @@ class SpecEngine:
 
     # -- internals -------------------------------------------------------------------------------------------
     def _pick(self, logits: np.ndarray, sampling: SamplingParams, constraint, rng) -> int:
-        allowed = constraint.allowed() if constraint is not None else None
         if sampling.greedy:
-            return masked_argmax(logits, allowed)
+            return constrained_argmax(logits, constraint)
+        allowed = constraint.allowed() if constraint is not None else None
         return filtered_dist(logits, sampling, allowed).sample(rng)
 
     def _draft(self, history, room, params, constraint, rng, stats) -> Draft:
@@ -205,9 +205,8 @@ class SpecEngine:
                 stats.forced += 1
                 continue
             logits = ctx.logits(i)
-            allowed = constraint.allowed() if constraint is not None else None
             if greedy:
-                choice = masked_argmax(logits, allowed)
+                choice = constrained_argmax(logits, constraint)
                 if self.trace is not None:
                     self.trace.append((tok if tok == choice else choice, int(np.argmax(logits))))
                 if tok is not None and choice == tok:
@@ -217,7 +216,7 @@ class SpecEngine:
                     continue
                 nxt = choice
                 break
-            p = filtered_dist(logits, sampling, allowed)
+            p = filtered_dist(logits, sampling, constraint.allowed() if constraint is not None else None)
             if tok is None:
                 nxt = p.sample(rng)
                 break

@@ -43,6 +43,15 @@ def masked_argmax(logits: np.ndarray, allowed: np.ndarray | None) -> int:
     return int(np.argmax(np.where(allowed, logits, -np.inf)))
 
 
+def constrained_argmax(logits: np.ndarray, constraint) -> int:
+    """Greedy choice under a grammar. The global argmax is almost always allowed, and checking one token is far
+    cheaper than building a vocabulary-wide mask (262k entries for Gemma), so the mask is the fallback."""
+    best = int(np.argmax(logits))
+    if constraint is None or constraint.is_allowed(best):
+        return best
+    return masked_argmax(logits, constraint.allowed())
+
+
 def top_prob(logits: np.ndarray, token: int) -> float:
     """Softmax probability of `token` (the draft's confidence, compared with p_min)."""
     m = logits[token]

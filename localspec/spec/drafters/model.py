@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from localspec.runtime.context import Context
 from localspec.spec.draft import Draft, DraftRequest
-from localspec.spec.sampling import filtered_dist, masked_argmax, top_prob
+from localspec.spec.sampling import constrained_argmax, filtered_dist, top_prob
 
 
 class ModelDrafter:
@@ -31,14 +31,13 @@ class ModelDrafter:
         try:
             for j in range(limit):
                 logits = ctx.logits(-1)
-                allowed = constraint.allowed() if constraint is not None else None
                 if greedy:
-                    tok = masked_argmax(logits, allowed)
+                    tok = constrained_argmax(logits, constraint)
                     if self.p_min > 0 and top_prob(logits, tok) < self.p_min:
                         break
                     q = None
                 else:
-                    q = filtered_dist(logits, req.sampling, allowed)
+                    q = filtered_dist(logits, req.sampling, constraint.allowed() if constraint is not None else None)
                     if self.p_min > 0 and q.probs[0] < self.p_min:
                         break
                     tok = q.sample(req.rng)
