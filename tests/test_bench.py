@@ -73,3 +73,13 @@ def test_bench_errors(tmp_path, smollm2):
     assert out.returncode == 1 and "need --draft" in out.stderr
     out = _bench(str(MULTI), "--target", str(smollm2), "--configs", "fast")
     assert out.returncode == 1 and "unknown config" in out.stderr
+
+
+def test_baseline_is_target_only_even_with_a_draft(tiny_pair_paths):
+    target, draft = tiny_pair_paths
+    out = _bench(str(MULTI), "--target", str(target), "--draft", str(draft), "--configs", "baseline,model",
+                 "--limit", "2", "--max-tokens", "96", "--json")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)["configs"]
+    assert res["baseline"]["mean_accepted_length"] == 1.0 and res["baseline"]["acceptance_rate"] == 0.0
+    assert res["model"]["acceptance_rate"] > 0.0

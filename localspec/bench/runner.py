@@ -17,7 +17,7 @@ from localspec.spec.grammar import GrammarConstraint, tool_call_grammar
 from localspec.spec.sampling import SamplingParams
 
 CONFIGS = {
-    "baseline": None,
+    "baseline": (),  # target only, even when the pair has a draft model
     "model": ("model",),
     "toolspec": ("schema", "history", "ngram"),
     "all": ("schema", "history", "ngram", "model"),
