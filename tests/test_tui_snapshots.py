@@ -71,10 +71,12 @@ def make_app(chat_pair, workspace) -> LocalspecApp:  # noqa: F811
 
 async def settle(pilot) -> None:
     app = pilot.app
-    await wait_for(pilot, lambda: app.chat.status == "ready", what="the pair")  # its toast has been posted
+    await wait_for(pilot, lambda: app.chat.status == "ready" and app.session.loaded, what="the pair")
+    await app.workers.wait_for_complete()  # loading finished and posted everything it will post
+    await pilot.pause(0.2)
     app.chat.query_one("#prompt").cursor_blink = False
     app.clear_notifications()
-    await pilot.pause(0.1)
+    await pilot.pause(0.2)
 
 
 async def fill_chat(pilot, origins: bool = False) -> None:

@@ -89,7 +89,8 @@ class ChatSession:
     # -- models ---------------------------------------------------------------------------------------------------
     @property
     def loaded(self) -> bool:
-        return self._engine is not None
+        # `info` is set last in load(), after the engine, the agent and the warm-up: only then is a pair usable.
+        return self._engine is not None and self.info is not None
 
     def select(self, pair: str | None = None, target: str | None = None, draft: str | None = None) -> Selection:
         """Which files to run (never downloads); ModelFileError when nothing is installed."""
