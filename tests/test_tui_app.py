@@ -234,9 +234,14 @@ async def test_a_model_that_fails_to_load_is_reported_in_the_chat(workspace, hom
 
 # ---- tool calls and approval ------------------------------------------------------------------------------------
 
+def modal_ready(app) -> bool:
+    """The approval modal is up AND composed (its buttons exist): pushing a screen and composing it are two steps."""
+    return isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#deny_once"))
+
+
 async def answer_approval(pilot, key: str) -> ApprovalScreen:
     app = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+    await wait_for(pilot, lambda: modal_ready(app), what="the approval modal")
     modal = app.screen
     app.simulate_key(key)
     await wait_for(pilot, lambda: not isinstance(app.screen, ApprovalScreen), 5, "the modal to close")
@@ -251,7 +256,7 @@ async def test_tool_call_approve_then_deny_always(chat_pair, workspace, home):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "list the files")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+        await wait_for(pilot, lambda: modal_ready(app), what="the approval modal")
         request = app.screen.request
         assert request.tool == "run_shell" and request.cwd == workspace.resolve()
         # Greedy decoding of the tiny model writes a nonsense command; never run anything rated dangerous.
@@ -300,7 +305,7 @@ async def test_unanswered_approval_is_a_denial(chat_pair, workspace, home):
 
         app.session.reset()
         await send(pilot, "go")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the modal")
+        await wait_for(pilot, lambda: modal_ready(app), what="the modal")
         app.chat.cancel_turn()  # what Esc on the chat does; here the modal has focus, so cancel directly
         await wait_for(pilot, lambda: not app.chat.busy, 10, "the cancelled turn")
         assert not isinstance(app.screen, ApprovalScreen)
@@ -320,7 +325,7 @@ async def test_write_approval_shows_the_diff_and_allows_once(chat_pair, workspac
         args = {"path": "notes.txt", "content": "new line\n"}
         worker = threading.Thread(target=lambda: results.append(app.session.toolbox.call("write_file", args)))
         worker.start()
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the modal")
+        await wait_for(pilot, lambda: modal_ready(app), what="the modal")
         assert app.screen.request.diff and "+new line" in app.screen.request.diff
         assert app.screen.query_one("#diff")
         await answer_approval(pilot, "y")
