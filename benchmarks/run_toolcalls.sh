@@ -2,7 +2,7 @@
 # Tool-call drafting benchmarks behind the "Tool calls" table of benchmarks/README.md.
 # Usage: benchmarks/run_toolcalls.sh [FULL=1]   results land in benchmarks/results/*.json
 # Without FULL=1 the slower runs use the first N cases of each suite (the limits in the table); on a 2-core CPU
-# the whole set then takes about an hour.
+# the whole set (FULL=1) then takes about an hour.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${SUITE:-../shared/bench/bfcl_subset.jsonl}
@@ -27,10 +27,10 @@ PY
 lim() { [[ ${FULL:-} == 1 ]] || echo "--limit $1"; }
 b() { local n=$1; shift; echo "== $n"; python -m localspec bench "$@" --json --outputs > "benchmarks/results/$n.json"
       python benchmarks/summarize.py "benchmarks/results/$n.json"; }
-b smollm2-bfcl "$S" --target "$SMOL" --configs baseline,toolspec $(lim 40)
-b smollm2-multiturn "$M" --target "$SMOL" --configs baseline,toolspec
 b gemma-multiturn "$M" --target "$G" --configs baseline,toolspec $(lim 16)
 b gemma-bfcl "$S" --target "$G" --configs baseline,toolspec $(lim 20)
-b gemma-pair-multiturn "$M" --target "$G" --draft "$C/gemma-3-270m-q2_k.gguf" --configs baseline,model,toolspec,all $(lim 8)
-b gemma-f16-multiturn "$M" --target "$C/gemma-3-270m-f16.gguf" --configs baseline,toolspec $(lim 8)
+b smollm2-bfcl "$S" --target "$SMOL" --configs baseline,toolspec $(lim 40)
+b smollm2-multiturn "$M" --target "$SMOL" --configs baseline,toolspec
+b gemma-f16-multiturn "$M" --target "$C/gemma-3-270m-f16.gguf" --configs baseline,toolspec $(lim 16)
 b smollm2-f16-multiturn "$M" --target "$C/smollm2-135m-instruct-f16.gguf" --configs baseline,toolspec $(lim 16)
+b gemma-pair-multiturn "$M" --target "$G" --draft "$C/gemma-3-270m-q2_k.gguf" --configs baseline,model,toolspec,all $(lim 8)

@@ -107,3 +107,29 @@ def test_hybrid_sampling_is_valid_and_reproducible(tiny_pair_paths):
     call = json.loads(a.text)
     assert call["name"] == "get_weather" and call["arguments"]["unit"] in ("celsius", "fahrenheit")
     assert a.stats.forced > 0
+
+
+def test_hybrid_marks_grammar_forced_tokens_inside_copied_spans(smollm2):
+    """A span copied from an earlier call runs through keys and braces the grammar forces: those tokens must be
+    marked forced (verified without logits), exactly where the grammar forces them."""
+    from localspec.runtime.model import Model
+    from localspec.spec.costs import CostModel
+    from localspec.spec.drafters.hybrid import HybridDrafter
+
+    m = Model(smollm2)
+    tok = lambda s: m.tokenize(s, add_special=False)  # noqa: E731
+    hybrid = HybridDrafter(costs=CostModel(), ngram=NgramDrafter(), tokenize=tok)
+    hybrid.rates.update({("ngram", d): 0.95 for d in (-1, 1, 2, 3, 4)})  # as if copying had worked well so far
+    earlier = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>'
+    grammar = tool_call_grammar(TOOLS, prefix="<tool_call>\n", suffix="\n</tool_call>")
+    cons = GrammarConstraint(m, grammar)
+    draft = hybrid.propose(DraftRequest(tok("Earlier: " + earlier + "\nNow:"), 48, SamplingParams(), cons))
+    assert cons.consumed == 0  # the drafter leaves the grammar where it found it
+    assert "ngram" in draft.origins
+    first_copied = draft.origins.index("ngram")
+    assert any(draft.forced[first_copied:])  # forced tokens after a copied one are still marked forced
+    replay = GrammarConstraint(m, grammar)
+    for t, forced in zip(draft.tokens, draft.forced):
+        ff = replay.forced()
+        assert forced == (bool(ff) and ff[0] == t)
+        assert replay.consume(t)

@@ -105,3 +105,66 @@ def test_limits_bound_unbounded_strings_and_arrays(tiny_target):
     assert gen.stats.finish_reason == "grammar"
     args = json.loads(gen.text)["arguments"]
     assert len(args["label"]) <= 12 and len(args["items"]) <= 3 and all(len(s) <= 12 for s in args["items"])
+
+
+def test_bound_numbers_keeps_numbers_finite(smollm2):
+    """With bound_numbers a looping model cannot write digits forever; bounds the schema sets are kept."""
+    m = Model(smollm2)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "n": {"type": "integer"}, "x": {"type": "number"}, "k": {"type": "integer", "maximum": 5}},
+        "required": ["n", "x", "k"]}}}]
+
+    def ok(grammar, n, x, k):
+        cons = GrammarConstraint(m, grammar)
+        toks = m.tokenize(f'{{"name": "f", "arguments": {{"n": {n}, "x": {x}, "k": {k}}}}}', add_special=False)
+        return cons.consume_valid_prefix(toks) == len(toks) and cons.accepting()
+
+    bounded = tool_call_grammar(tools, bound_numbers=True)
+    assert ok(bounded, 9007199254740991, 37.7749295, 5)
+    assert not ok(bounded, 9007199254740992, 1.5, 5)  # beyond 2^53 - 1
+    assert not ok(bounded, "1" * 40, 1.5, 5)
+    assert not ok(bounded, 1, "0." + "0" * 30, 5)  # a loop in the decimals
+    assert not ok(bounded, 1, 1.5, 6)  # the schema's own maximum still holds
+    unbounded = tool_call_grammar(tools)
+    assert ok(unbounded, "1" * 40, "0." + "0" * 30, 5)
+
+
+def test_wrap_up_closes_a_looping_call_before_max_tokens(tiny_target):
+    """A model that would run past max_tokens inside a value still ends with a complete call with wrap_up, and
+    speculative decoding makes the same picks as plain decoding."""
+    from localspec.spec.builder import build_engine
+    from localspec.runtime.pair import load_pair
+
+    tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
+        "label": {"type": "string"}, "items": {"type": "array", "items": {"type": "string"}}},
+        "required": ["label", "items"]}}}]
+    pair = load_pair(tiny_target, ctx=ContextSettings(n_ctx=2048))
+    m = pair.target
+    g = tool_call_grammar(tools, parallel=True, max_calls=3)
+    prompt = m.tokenize("the")
+    cut = GenParams(max_tokens=60)
+    plain = SpecEngine(pair.target_ctx).generate(prompt, cut, constraint=GrammarConstraint(m, g))
+    assert plain.stats.finish_reason == "length"  # without wrap-up the call is cut off
+    wrapped = GenParams(max_tokens=60, wrap_up=30)
+    base = SpecEngine(pair.target_ctx).generate(prompt, wrapped, constraint=GrammarConstraint(m, g))
+    assert base.stats.finish_reason in ("grammar", "stop") and base.stats.generated_tokens <= 60
+    calls = [json.loads(line) for line in base.text.split("\n")]
+    assert 1 <= len(calls) <= 3 and all(c["name"] == "tag" for c in calls)
+    spec = build_engine(pair, drafters=("schema", "history", "ngram"))
+    got = spec.generate(prompt, wrapped, constraint=GrammarConstraint(m, g))
+    assert got.text == base.text
+
+
+def test_wrap_up_prefers_ending_over_another_parallel_call(tiny_target):
+    """Once a parallel call is complete, wrap-up mode allows ending the generation but not another call."""
+    tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
+        "label": {"type": "string"}}, "required": ["label"]}}}]
+    m = Model(tiny_target)
+    cons = GrammarConstraint(m, tool_call_grammar(tools, parallel=True, max_calls=8))
+    done = m.tokenize('{"name": "tag", "arguments": {"label": "a"}}', add_special=False)
+    assert cons.consume_valid_prefix(done) == len(done)
+    newline = m.tokenize("\n", add_special=False)[0]
+    assert cons.allowed()[newline]  # another call may follow...
+    closing = cons.closing_allowed()
+    assert not closing[newline]  # ...but not when wrapping up
+    assert any(closing[t] for t in m.eog_tokens)

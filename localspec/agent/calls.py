@@ -74,14 +74,15 @@ def cut_at_trigger(model, fmt, tokens: list[int]) -> CallStart | None:
 
 def call_grammar(fmt, tools: list[dict], emitted: str = "", *, parallel: bool = True) -> str:
     """Grammar for the rest of a call whose prefix is partly written: `<rest of prefix> call <suffix>`, and with
-    `parallel`, more whole calls after SEPARATOR (list-form formats get one call per turn)."""
+    `parallel`, more whole calls after SEPARATOR (list-form formats get one call per turn). Numbers get finite
+    bounds: a small model looping inside a number still finishes its call."""
     remainder = fmt.call_prefix[len(emitted):] if fmt.call_prefix.startswith(emitted) else fmt.call_prefix
     if not parallel or list_form(fmt):
-        return tool_call_grammar(tools, prefix=remainder, suffix=fmt.call_suffix)
+        return tool_call_grammar(tools, prefix=remainder, suffix=fmt.call_suffix, bound_numbers=True)
     # tool_call_grammar repeats `prefix call suffix` with the separator between; the part of the prefix that
     # was emitted before the grammar took over belongs in the separator for the second and later calls.
     return tool_call_grammar(tools, prefix=remainder, suffix=fmt.call_suffix, separator=SEPARATOR + emitted,
-                             parallel=True)
+                             parallel=True, bound_numbers=True)
 
 
 def parse_constrained(fmt, text: str) -> tuple[list[tuple[str, dict]], str | None]:

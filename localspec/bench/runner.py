@@ -25,6 +25,8 @@ CONFIGS = {
 # Bounds for strings and arrays whose schema has none: a small model caught in a repetition loop still
 # finishes a valid call (the same grammar for every config, so outputs stay comparable).
 MAX_STRING, MAX_ITEMS = 200, 24
+MAX_CALLS = 8  # parallel cases: BFCL expects 2-8 calls; a model repeating itself stops at 8
+WRAP_UP = 48  # the last tokens before --max-tokens close the call (valid JSON rather than a cut-off one)
 SYSTEM = ("You are a function-calling assistant. Answer the user's request by calling the provided tools with "
           "arguments taken from the request.")
 
@@ -57,7 +59,8 @@ def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int
                progress=None) -> list[CaseResult]:
     engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory())
     fmt = tool_format(pair.target)
-    params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0), draft_max=draft_max)
+    params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0), draft_max=draft_max,
+                       wrap_up=WRAP_UP)
     ctx = pair.target_ctx
     ctx.clear()
     if pair.draft_ctx is not None:
@@ -71,7 +74,8 @@ def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int
         prompt = case_prompt(pair, case)
         # BFCL's categories say whether several calls are wanted (OpenAI's parallel_tool_calls).
         grammar = tool_call_grammar(case.tools, prefix=fmt.call_prefix, suffix=fmt.call_suffix,
-                                    parallel=case.category == "parallel", max_string=MAX_STRING, max_items=MAX_ITEMS)
+                                    parallel=case.category == "parallel", max_string=MAX_STRING, max_items=MAX_ITEMS,
+                                    bound_numbers=True, max_calls=MAX_CALLS)
         gen = engine.generate(prompt, params, constraint=GrammarConstraint(pair.target, grammar))
         latency = time.perf_counter() - t0
         parsed = fmt.parse(gen.text)

@@ -61,6 +61,7 @@ class Context:
         self.tokens: list[int] = []
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
         self._n_vocab = model.n_vocab
+        self._row_type = ctypes.c_float * model.n_vocab  # one logits row, viewed in place (no copy)
         for i in range(self.n_batch):  # one sequence: seq ids never change, so set them once
             self._batch.n_seq_id[i] = 1
             self._batch.seq_id[i][0] = 0
@@ -120,7 +121,7 @@ class Context:
         ptr = lib.llama_get_logits_ith(self.ptr, i)
         if not ptr:
             raise LocalspecError(f"no logits for batch row {i}")
-        return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self._n_vocab,))
+        return np.frombuffer(self._row_type.from_address(ctypes.addressof(ptr.contents)), dtype=np.float32)
 
     def truncate(self, n: int) -> None:
         """Roll back the KV cache to its first `n` tokens (rejected drafts leave no trace)."""

@@ -10,6 +10,8 @@ from localspec.spec.drafters.history import CallHistory, HistoryDrafter
 from localspec.spec.drafters.hybrid import HybridDrafter
 from localspec.spec.drafters.model import ModelDrafter
 from localspec.spec.drafters.ngram import NgramDrafter
+from localspec.spec.drafters.spans import SpanDrafter
+from localspec.spec.drafters.textlookup import TextLookupDrafter
 from localspec.spec.engine import SpecEngine
 
 DRAFTERS = ("model", "schema", "history", "ngram")
@@ -33,10 +35,17 @@ def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: i
         return SpecEngine(pair.target_ctx, model)
     costs = CostModel()
     tokenize = lambda text: pair.target.tokenize(text, add_special=False)  # noqa: E731
+    plain = lambda text: pair.target.tokenize(text, add_special=False, parse_special=False)  # noqa: E731
     hybrid = HybridDrafter(
         costs=costs, schema="schema" in names, model=model, max_len=max_draft, tokenize=tokenize,
+        # On a CPU, decoding streams every weight once per step: file sizes give a first cost ratio.
+        model_cost_ratio=(pair.draft.path.stat().st_size / pair.target.path.stat().st_size) if model else 0.0,
         history=HistoryDrafter(tokenize, history) if "history" in names else None,
-        ngram=NgramDrafter() if "ngram" in names else None)
+        ngram=NgramDrafter() if "ngram" in names else None,
+        # Prompt lookup runs on tokens and on text: values copied from prose are tokenised differently in JSON,
+        # and where a value starts, spans of the request are proposed.
+        text=TextLookupDrafter(pair.target.token_bytes, plain) if "ngram" in names else None,
+        spans=SpanDrafter(pair.target.token_bytes, plain) if "ngram" in names else None)
     engine = SpecEngine(pair.target_ctx, hybrid, cost_model=costs)
     engine.hybrid = hybrid
     return engine

@@ -27,17 +27,28 @@ class CostModel:
             self._fit()
 
     def _fit(self) -> None:
+        """Least squares over the median time of each (tokens, rows) shape, weighted by how often it was seen:
+        a few passes stalled by other processes (seconds instead of milliseconds) must not skew the fit."""
         self._dirty = 0
-        if len({o[0] for o in self._obs}) < 2:
+        groups: dict[tuple[int, int], list[float]] = {}
+        for n, r, s in self._obs:
+            groups.setdefault((n, r), []).append(s)
+        if len({n for n, _ in groups}) < 2:
             return
-        a = np.array([[1.0, n, r] for n, r, _ in self._obs])
-        y = np.array([s for _, _, s in self._obs])
+        keys = list(groups)
+        w = np.sqrt([len(groups[k]) for k in keys])
+        a = np.array([[1.0, n, r] for n, r in keys]) * w[:, None]
+        y = np.array([float(np.median(groups[k])) for k in keys]) * w
         coef, *_ = np.linalg.lstsq(a, y, rcond=None)
         self._coef = np.maximum(coef, 0.0)
 
     @property
     def ready(self) -> bool:
         return self._coef is not None
+
+    def coefficients(self) -> tuple[float, float, float] | None:
+        """(seconds per pass, per token, per logits row) of the fit, or None before there is one."""
+        return None if self._coef is None else tuple(float(c) for c in self._coef)
 
     def single_token_s(self) -> float:
         """One plain decoding step (1 token, 1 logit row): measured directly, since a line fit is loose at n=1."""

@@ -46,3 +46,27 @@ class Drafter(Protocol):
         """Feedback after verification (acceptance statistics, adaptive lengths, learned n-grams)."""
 
     def reset(self) -> None: ...
+
+
+class CandidateDrafter:
+    """A source the hybrid drafter asks directly: `candidate(context, max_len) -> (tokens, match length)`.
+    propose() makes it a Drafter of its own too."""
+
+    name = "candidate"
+    min_match = 0  # shorter matches propose nothing when used alone
+    needs_grammar = False  # candidate() takes the constraint as a third argument
+
+    def candidate(self, context: Sequence[int], max_len: int, *args) -> tuple[list[int], int]:
+        raise NotImplementedError
+
+    def propose(self, req: DraftRequest) -> Draft:
+        extra = (req.constraint,) if self.needs_grammar else ()
+        toks, m = self.candidate(req.history, req.max_len, *extra)
+        draft = Draft()
+        if m >= self.min_match:
+            for t in toks:
+                draft.add(t, self.name)
+        return draft
+
+    def observe(self, draft: Draft, n_accepted: int) -> None:
+        pass

@@ -13,7 +13,7 @@ from localspec.runtime.context import Context
 from localspec.spec.costs import CostModel
 from localspec.spec.detok import TextStream
 from localspec.spec.draft import Draft, Drafter, DraftRequest
-from localspec.spec.sampling import SamplingParams, constrained_argmax, filtered_dist, residual
+from localspec.spec.sampling import SamplingParams, constrained_argmax, filtered_dist, masked_argmax, residual
 from localspec.spec.stats import Stats
 
 TARGET = "target"
@@ -25,6 +25,9 @@ class GenParams:
     sampling: SamplingParams = SamplingParams()
     stop: tuple[str, ...] = ()
     draft_max: int | None = None  # cap on tokens drafted per step; None leaves it to the drafters' own limits
+    # Under a grammar, the last `wrap_up` tokens before max_tokens prefer tokens that close strings, arrays and
+    # objects, so a call running long still ends complete and valid instead of cut off (0: off).
+    wrap_up: int = 0
 
 
 @dataclass
@@ -56,6 +59,7 @@ class SpecEngine:
         self.last_stats: Stats | None = None
         # Tests set this to a list to record, per greedy verify row, (token emitted or accepted, target argmax).
         self.trace: list[tuple[int, int]] | None = None
+        self._wrap_at: int | None = None
 
     # -- public API -------------------------------------------------------------------------------------------
     def generate(self, prompt: Sequence[int], params: GenParams = GenParams(), *, constraint=None,
@@ -84,7 +88,8 @@ class SpecEngine:
             stats.prefill_tokens = ctx.prefill(prompt)
             stats.prefill_s = time.perf_counter() - t_start
             history = list(prompt)
-            first = self._pick(ctx.logits(-1), params.sampling, constraint, rng)
+            self._wrap_at = params.max_tokens - params.wrap_up if (params.wrap_up and constraint is not None) else None
+            first = self._pick(ctx.logits(-1), params.sampling, constraint, rng, self._closing(1))
             stats.target_passes += 1
             if self._calibrate and not self.costs.ready:
                 t_cal = time.perf_counter()
@@ -160,11 +165,22 @@ class SpecEngine:
             fn(tokens, text, tool)
 
     # -- internals -------------------------------------------------------------------------------------------
-    def _pick(self, logits: np.ndarray, sampling: SamplingParams, constraint, rng) -> int:
+    def _closing(self, k: int) -> bool:
+        """Whether the k-th generated token (1-based) is picked in wrap-up mode."""
+        return self._wrap_at is not None and k > self._wrap_at
+
+    @staticmethod
+    def _allowed(constraint, closing: bool):
+        if constraint is None:
+            return None
+        return constraint.closing_allowed() if closing else constraint.allowed()
+
+    def _pick(self, logits: np.ndarray, sampling: SamplingParams, constraint, rng, closing: bool = False) -> int:
         if sampling.greedy:
+            if closing:
+                return masked_argmax(logits, self._allowed(constraint, True))
             return constrained_argmax(logits, constraint)
-        allowed = constraint.allowed() if constraint is not None else None
-        return filtered_dist(logits, sampling, allowed).sample(rng)
+        return filtered_dist(logits, sampling, self._allowed(constraint, closing)).sample(rng)
 
     def _draft(self, history, room, params, constraint, rng, stats) -> Draft:
         if self.drafter is None:
@@ -205,8 +221,10 @@ class SpecEngine:
                 stats.forced += 1
                 continue
             logits = ctx.logits(i)
+            closing = self._closing(stats.generated_tokens + i + 1)
             if greedy:
-                choice = constrained_argmax(logits, constraint)
+                choice = masked_argmax(logits, self._allowed(constraint, True)) if closing else \
+                    constrained_argmax(logits, constraint)
                 if self.trace is not None:
                     self.trace.append((tok if tok == choice else choice, int(np.argmax(logits))))
                 if tok is not None and choice == tok:
@@ -216,7 +234,7 @@ class SpecEngine:
                     continue
                 nxt = choice
                 break
-            p = filtered_dist(logits, sampling, constraint.allowed() if constraint is not None else None)
+            p = filtered_dist(logits, sampling, self._allowed(constraint, closing))
             if tok is None:
                 nxt = p.sample(rng)
                 break

@@ -35,15 +35,22 @@ def lltokenizer(model) -> "llguidance.LLTokenizer":
         return tok
 
 
-def _bounded(schema, max_string: int | None = None, max_items: int | None = None):
+# Number bounds for `bound_numbers`: JSON's exactly representable integers (2^53 - 1), and for other numbers
+# 15 integer digits and 10 decimals; enough for real arguments, finite for a model looping inside a number.
+MAX_INT = 2 ** 53 - 1
+NUMBER_BOUNDS = {"minimum": -1e15, "maximum": 1e15, "multipleOf": 1e-10}
+
+
+def _bounded(schema, max_string: int | None = None, max_items: int | None = None, bound_numbers: bool = False):
     """Objects without an explicit additionalProperties get `false` (a call must not invent parameters); with
-    limits, strings and arrays that declare no bound get one, so a model stuck repeating itself still ends with
-    a complete call instead of running into max_tokens."""
+    limits, strings, arrays and numbers that declare no bound get one, so a model stuck repeating itself still
+    ends with a complete call instead of running into max_tokens."""
     if isinstance(schema, list):
-        return [_bounded(v, max_string, max_items) for v in schema]
+        return [_bounded(v, max_string, max_items, bound_numbers) for v in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: (_bounded(v, max_string, max_items) if k not in ("enum", "const", "default", "examples") else v)
+    out = {k: (_bounded(v, max_string, max_items, bound_numbers)
+               if k not in ("enum", "const", "default", "examples") else v)
            for k, v in schema.items()}
     typ = out.get("type")
     if typ == "object" and "properties" in out and "additionalProperties" not in out:
@@ -52,13 +59,22 @@ def _bounded(schema, max_string: int | None = None, max_items: int | None = None
         out["maxLength"] = max_string
     if max_items and typ == "array" and "maxItems" not in out:
         out["maxItems"] = max_items
+    if bound_numbers and typ in ("integer", "number") and "enum" not in out and "const" not in out:
+        bounds = {"minimum": -MAX_INT, "maximum": MAX_INT} if typ == "integer" else NUMBER_BOUNDS
+        has_min = "minimum" in out or "exclusiveMinimum" in out
+        has_max = "maximum" in out or "exclusiveMaximum" in out
+        for key, value in bounds.items():
+            if not ((key == "minimum" and has_min) or (key == "maximum" and has_max) or key in out):
+                out[key] = value
     return out
 
 
-def call_schema(tool: dict, *, max_string: int | None = None, max_items: int | None = None) -> dict:
+def call_schema(tool: dict, *, max_string: int | None = None, max_items: int | None = None,
+                bound_numbers: bool = False) -> dict:
     """JSON Schema of one call {"name": <tool>, "arguments": <its parameters>} from an OpenAI-style tool."""
     fn = tool.get("function", tool)
-    params = _bounded(fn.get("parameters") or {"type": "object", "properties": {}}, max_string, max_items)
+    params = _bounded(fn.get("parameters") or {"type": "object", "properties": {}}, max_string, max_items,
+                      bound_numbers)
     return {"type": "object", "properties": {"name": {"const": fn["name"]}, "arguments": params},
             "required": ["name", "arguments"], "additionalProperties": False}
 
@@ -76,15 +92,18 @@ def _lark_str(text: str) -> str:
 
 
 def tool_call_grammar(tools: list[dict], *, prefix: str = "", suffix: str = "", separator: str | None = None,
-                      parallel: bool = False, max_string: int | None = None, max_items: int | None = None) -> str:
+                      parallel: bool = False, max_string: int | None = None, max_items: int | None = None,
+                      bound_numbers: bool = False, max_calls: int | None = None) -> str:
     """Lark grammar for `prefix call suffix`, or with `parallel`, several calls joined by `separator`
-    (default: a newline). `max_string` / `max_items` bound strings and arrays whose schema sets no limit."""
-    schema = json.dumps(tools_schema(tools, max_string=max_string, max_items=max_items))
+    (default: a newline; at most `max_calls`). `max_string` / `max_items` / `bound_numbers` bound strings,
+    arrays and numbers whose schema sets no limit."""
+    schema = json.dumps(tools_schema(tools, max_string=max_string, max_items=max_items, bound_numbers=bound_numbers))
     call = f"%json {schema}"
     one = " ".join(x for x in (_lark_str(prefix) if prefix else "", "call", _lark_str(suffix) if suffix else "") if x)
     if parallel:
         sep = separator if separator is not None else "\n"
-        rule = f"start: one ({_lark_str(sep)} one)*\none: {one}\n"
+        more = "*" if not max_calls else f"{{0,{max_calls - 1}}}"
+        rule = f"start: one ({_lark_str(sep)} one){more}\none: {one}\n"
     else:
         rule = f"start: {one}\n"
     lark = rule + f"call: {call}\n"
@@ -102,6 +121,28 @@ def check_grammar(grammar: str, model=None) -> None:
     err = LLMatcher.validate_grammar(grammar, lltokenizer(model) if model is not None else None)
     if err and not err.startswith("WARNING"):
         raise ConfigError(f"invalid schema: {err.splitlines()[0]}")
+
+
+# What a JSON value or a call ends with: when a generation runs short of tokens, these are preferred (wrap_up),
+# and so is ending the generation once the grammar allows it (rather than starting another parallel call).
+_CLOSING = ('"', '"}', '"}}', '"}}}', '"]', '"]}', '"}]', ']', ']}', ']}}', ']]', '}', '}}', '}}}', '}]')
+_closing: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def closing_mask(model) -> np.ndarray:
+    """Vocabulary mask of the tokens that close a JSON string, array or object, and of the end-of-generation
+    tokens (cached per Model object)."""
+    with _tok_lock:
+        mask = _closing.get(model)
+        if mask is None:
+            mask = np.zeros(model.n_vocab, dtype=bool)
+            for text in _CLOSING:
+                toks = model.tokenize(text, add_special=False, parse_special=False)
+                if len(toks) == 1:
+                    mask[toks[0]] = True
+            mask[sorted(model.eog_tokens)] = True
+            _closing[model] = mask
+        return mask
 
 
 class GrammarConstraint:
@@ -128,6 +169,12 @@ class GrammarConstraint:
     def allowed(self) -> np.ndarray:
         bits = np.unpackbits(self._mask_words().view(np.uint8), bitorder="little")
         return bits[: self.n_vocab].view(bool)
+
+    def closing_allowed(self) -> np.ndarray:
+        """The allowed tokens that close something, or all allowed tokens if none does."""
+        allowed = self.allowed()
+        both = allowed & closing_mask(self.model)
+        return both if both.any() else allowed
 
     def is_allowed(self, token: int) -> bool:
         # The mask, not validate_tokens: the mask also rules out non-canonical tokenisations (" {" before '"').

@@ -53,9 +53,11 @@ def constrained_argmax(logits: np.ndarray, constraint) -> int:
 
 
 def top_prob(logits: np.ndarray, token: int) -> float:
-    """Softmax probability of `token` (the draft's confidence, compared with p_min)."""
-    m = logits[token]
-    return float(1.0 / np.exp(logits - m, dtype=np.float64).sum())
+    """Softmax probability of `token` (the draft's confidence, compared with p_min). In float32 and in place: this
+    runs for every drafted token over the whole vocabulary, and float64 doubles its cost for no useful precision."""
+    e = logits - logits[token]
+    np.exp(e, out=e)
+    return float(1.0 / e.sum())
 
 
 def filtered_dist(logits: np.ndarray, params: SamplingParams, allowed: np.ndarray | None = None) -> Dist:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from localspec.spec.draft import Draft, DraftRequest
+from localspec.spec.draft import CandidateDrafter
 from localspec.spec.drafters.ngram import NgramIndex
 
 SEPARATOR = -1  # never a real token id: matches cannot run across two stored calls
@@ -42,7 +42,7 @@ class CallHistory:
         self.calls = []
 
 
-class HistoryDrafter:
+class HistoryDrafter(CandidateDrafter):
     name = "history"
 
     def __init__(self, tokenize, history: CallHistory | None = None, *, max_len: int = 32):
@@ -72,16 +72,6 @@ class HistoryDrafter:
         if SEPARATOR in toks:
             toks = toks[: toks.index(SEPARATOR)]
         return toks, m
-
-    def propose(self, req: DraftRequest) -> Draft:
-        toks, m = self.candidate(req.history, req.max_len)
-        draft = Draft()
-        for t in toks:
-            draft.add(t, self.name)
-        return draft
-
-    def observe(self, draft: Draft, n_accepted: int) -> None:
-        pass
 
     def reset(self) -> None:
         self.index, self._seen = NgramIndex(1), 0

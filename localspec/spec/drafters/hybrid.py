@@ -1,9 +1,10 @@
-"""Hybrid drafting: forced tokens first, then the candidate with the best expected yield, for as long as one more
-drafted token is expected to pay for its share of the verify pass.
+"""Hybrid drafting: forced tokens first, then the candidate with the best expected yield, and the draft cut where
+its expected gain peaks.
 
-Draft length is not a fixed K: every drafted token is kept only while P(the verifier reaches it and accepts it)
-exceeds what it costs to verify one more row, measured on this machine (CostModel) relative to one plain decoding
-step. Acceptance is tracked per drafter and per match length, so unreliable sources stop drafting by themselves.
+Draft length is not a fixed K. An accepted guess (a token the grammar does not force) saves a whole target pass;
+every drafted row costs its share of the batch, and a guess also the logits of the row before it, all measured on
+this machine (CostModel). Acceptance is tracked per source, the first token of each candidate (the guess at a
+choice point) apart from the tokens that continue it, so unreliable sources stop drafting by themselves.
 """
 
 from __future__ import annotations
@@ -13,49 +14,70 @@ import time
 from localspec.spec.costs import CostModel
 from localspec.spec.draft import Draft, DraftRequest
 
-# Prior per-token acceptance before anything is observed, by drafter and match-length bucket.
-_PRIOR = {"history": 0.75, "ngram": 0.5, "model": 0.7, "schema": 0.5}
+# Prior per-token acceptance before anything is observed, by drafter.
+_PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5}
+_PRIOR_DEPTH = 0.85  # ... and for the tokens after a candidate's first one, which are usually right if it was
 _EMA = 0.15
+_FLOOR = 0.02  # below this probability of being reached a drafted token cannot pay for its row
 
 
 _CLOSERS = ('",', '"}', '"}}', '"', ',', '}', '}}', '"]', ']', '],', ']}', ']}}')
 
 
-def _bucket(match_len: int) -> int:
-    return min(match_len, 6)
+START = -1  # bucket of a candidate's first token: a guess at a choice point (which tool, which value), far less
+# sure than the tokens that continue it, so it is tracked apart (START - 1 when the match ended at a word end)
+
+
+DEPTHS = 4  # acceptance of a candidate's later tokens is tracked by depth 1, 2, 3, 4+: once the start of a copied
+# span is right the rest usually is too, which one rate for every token would miss
+
+
+def _depth(i: int) -> int:
+    return min(i, DEPTHS)
 
 
 class HybridDrafter:
     name = "hybrid"
 
-    def __init__(self, *, costs: CostModel, schema: bool = True, history=None, ngram=None, model=None,
-                 max_len: int = 64, tokenize=None):
+    def __init__(self, *, costs: CostModel, schema: bool = True, history=None, ngram=None, text=None, spans=None,
+                 model=None, model_cost_ratio: float = 0.0, max_len: int = 64, tokenize=None):
         self.costs = costs
         self.schema = schema
         # Guesses that a JSON value ends here ('",' '"}' ',' '}' ...): once one is accepted, the grammar forces
         # the next key, so a value's end and the following structure come out of the same verify pass.
         self.closers = sorted({tuple(tokenize(c)) for c in _CLOSERS} if (tokenize and schema) else set(),
                               key=len, reverse=True)
-        self.sources = [d for d in (history, ngram) if d is not None]
+        self.sources = [d for d in (history, ngram, text, spans) if d is not None]
         self.model = model
         self.max_len = max_len
         self.rates: dict[tuple[str, int], float] = {}
         self._keys: list[tuple[str, int] | None] = []  # acceptance bucket of each token of the last draft
         self.model_token_s = 0.0  # measured cost of one draft-model token
+        # Before any measurement: the draft's cost per token relative to a target step. Running it once just to
+        # measure would cost a catch-up prefill of the whole context, so a costly draft would never pay that back.
+        self.model_cost_ratio = model_cost_ratio
         self._fixed = False
 
     # -- acceptance bookkeeping --------------------------------------------------------------------------------
-    def rate(self, name: str, match_len: int) -> float:
+    @staticmethod
+    def _prior(name: str, bucket: int) -> float:
+        return _PRIOR.get(name, 0.5) if bucket < 1 or name == "model" else _PRIOR_DEPTH
+
+    def rate(self, name: str, bucket: int) -> float:
         if self._fixed:
-            return _PRIOR.get(name, 0.5)
-        return self.rates.get((name, _bucket(match_len)), _PRIOR.get(name, 0.5))
+            return self._prior(name, bucket)
+        return self.rates.get((name, bucket), self._prior(name, bucket))
+
+    def _rates(self, name: str, start: int) -> list[float]:
+        """Acceptance of a candidate's tokens: [first token, depth 1, ..., depth DEPTHS+]."""
+        return [self.rate(name, start)] + [self.rate(name, d) for d in range(1, DEPTHS + 1)]
 
     def observe(self, draft: Draft, n_accepted: int) -> None:
         # Only positions the verifier actually judged: accepted ones and the first rejected one.
         for i, key in enumerate(self._keys[: n_accepted + 1]):
             if key is None:
                 continue
-            old = self.rates.get(key, _PRIOR.get(key[0], 0.5))
+            old = self.rates.get(key, self._prior(*key))
             self.rates[key] = (1 - _EMA) * old + _EMA * (1.0 if i < n_accepted else 0.0)
         if self.model is not None:
             self.model.observe(draft, n_accepted)
@@ -87,7 +109,8 @@ class HybridDrafter:
         cons = req.constraint
         budget = min(req.max_len, self.max_len)
         reach = 1.0  # probability that verification gets this far
-        thr = self._threshold()
+        thr = _FLOOR  # candidates are drafted generously, then cut where the expected gain peaks (_cut)
+        probs: list[float] = []  # reach after each drafted token
         consumed = 0
         context = list(req.history)
         try:
@@ -101,6 +124,7 @@ class HybridDrafter:
                         for t in ff[:n]:
                             draft.add(t, "schema", forced=True)
                             self._keys.append(None)
+                            probs.append(reach)
                         if n < len(ff):
                             break
                         continue
@@ -113,65 +137,103 @@ class HybridDrafter:
                     best = self._model_candidate(req, context + draft.tokens, room, cons, reach)
                 if best is None:
                     break
-                name, toks, key, a = best
-                if cons is not None:
-                    n = cons.consume_valid_prefix(toks)
-                    consumed += n
-                    toks = toks[:n]
-                if not toks:
-                    break
+                name, toks, key, rates, start = best
+                taken = 0
                 for t in toks:
+                    if cons is not None:
+                        # Where the grammar takes over, stop: the outer loop adds those tokens as forced, so the
+                        # target needs no logits for them and they cost no acceptance probability.
+                        if taken and self.schema and cons.forced():
+                            break
+                        if not cons.consume(t):
+                            break
+                        consumed += 1
                     draft.add(t, name, q=None)
-                    self._keys.append(key)
-                    reach *= a
-                if reach < thr:
+                    self._keys.append((key, _depth(taken) if taken else start))
+                    reach *= rates[_depth(taken)]
+                    probs.append(reach)
+                    taken += 1
+                if not taken or reach < thr:
                     break
         finally:
             if cons is not None and consumed:
                 cons.rollback(consumed)
+        keep = self._cut(draft, probs)
+        for lst in (draft.tokens, draft.origins, draft.forced, draft.q, self._keys):
+            del lst[keep:]
         return draft
 
-    def _take(self, toks, a, reach, thr) -> int:
-        """How many of a candidate's tokens are worth verifying."""
-        n = 0
+    def _cut(self, draft: Draft, probs: list[float]) -> int:
+        """Length of the draft prefix with the best expected gain. An accepted guess (a token the grammar does not
+        force) saves a whole target pass, its fixed cost c0; every drafted row costs c1, and a guess also needs
+        the logits of the row before it (c2): both are wasted when verification stops earlier. Forced tokens save
+        nothing by themselves (the next pass would carry them as well); they only carry the guesses after them."""
+        c0, c1, c2 = self._unit_costs()
+        best_n, best_v, v, prev = 0, 0.0, 0.0, 1.0
+        for i, (p, forced) in enumerate(zip(probs, draft.forced)):
+            v -= (1 - p) * c1
+            if not forced:
+                v += p * c0 - (1 - prev) * c2
+            prev = p
+            if v >= best_v - 1e-12:
+                best_n, best_v = i + 1, v
+        return best_n
+
+    def _unit_costs(self) -> tuple[float, float, float]:
+        """(fixed cost of a pass, cost per row, cost per logits row), measured; fixed proportions when seeded."""
+        coef = None if self._fixed else self.costs.coefficients()
+        t1 = self.costs.single_token_s()
+        if coef is None or not t1:
+            return 1.0, 0.08, 0.1
+        _, c1, c2 = coef
+        return max(t1 - c1 - c2, 0.2 * t1), c1, c2
+
+    def _take(self, toks, rates, reach, thr, row_share: float = 0.0) -> tuple[int, float]:
+        """How many of a candidate's tokens are worth drafting, and its score: the expected number accepted,
+        less `row_share` (a row's cost in units of a plain decoding step) for each token reached with at least
+        that probability: a long tail of unlikely tokens must not outbid a short likely candidate."""
+        n, value = 0, 0.0
         for _ in toks:
-            reach *= a
+            reach *= rates[_depth(n)]
             if reach < thr:
                 break
             n += 1
-        return n
+            value += max(reach - row_share, 0.0)
+        return n, value
 
     def _best_candidate(self, context, room, cons, reach, thr):
-        best, best_value = None, 0.0
+        best, best_value = None, -1.0
+        c0, c1, c2 = self._unit_costs()
+        share = (c1 + c2) / (c0 + c1 + c2)
         for src in self.sources:
-            toks, m = src.candidate(context, room)
+            toks, m = src.candidate(context, room, cons) if getattr(src, "needs_grammar", False) else \
+                src.candidate(context, room)
             if not toks:
                 continue
             if cons is not None:
                 toks = toks[: cons.matcher.validate_tokens(toks)]
-            a = self.rate(src.name, m)
-            n = self._take(toks, a, reach, thr)
-            if n == 0:
-                continue
-            # Expected accepted tokens: sum of reach * a^i over the tokens kept.
-            value = sum(reach * a ** (i + 1) for i in range(n))
-            if value > best_value:
-                best, best_value = (src.name, toks[:n], (src.name, _bucket(m)), a), value
+            key = getattr(src, "key", src.name)  # acceptance is tracked per source, even under a shared name
+            start = START if m else START - 1
+            rates = self._rates(key, start)
+            n, value = self._take(toks, rates, reach, thr, share)
+            if n and value > best_value:
+                best, best_value = (src.name, toks[:n], key, rates, start), value
         return best
 
     def _closer(self, cons, room, reach, thr):
-        a = self.rate("schema", 1)
-        if reach * a < thr:
+        rates = self._rates("schema", START)
+        if reach * rates[0] < thr:
             return None
         for seq in self.closers:
             if len(seq) <= room and cons.matcher.validate_tokens(list(seq)) == len(seq):
-                return "schema", list(seq), ("schema", 1), a
+                return "schema", list(seq), "schema", rates, START
         return None
 
     def _model_candidate(self, req, context, room, cons, reach):
-        a = self.rate("model", 0)
-        thr = self._threshold(0.0 if self._fixed else self.model_token_s)
-        if reach * a < thr:
+        rates = self._rates("model", START)
+        token_s = self.model_token_s or self.model_cost_ratio * self.costs.single_token_s()
+        thr = self._threshold(0.0 if self._fixed else token_s)
+        if reach * rates[0] < thr:
             return None  # on this machine the draft model costs more than it saves right now
         sub = DraftRequest(context, min(room, self.model.max_len), req.sampling, cons, req.rng)
         t0 = time.perf_counter()
@@ -179,7 +241,7 @@ class HybridDrafter:
         if len(d):
             per = (time.perf_counter() - t0) / len(d)
             self.model_token_s = per if not self.model_token_s else 0.8 * self.model_token_s + 0.2 * per
-        n = self._take(d.tokens, a, reach, thr)
+        n, _ = self._take(d.tokens, rates, reach, thr)
         if n == 0:
             return None
-        return "model", d.tokens[:n], ("model", 0), a
+        return "model", d.tokens[:n], "model", rates, START

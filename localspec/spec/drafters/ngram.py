@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from localspec.spec.draft import Draft, DraftRequest
+from localspec.spec.draft import CandidateDrafter
 
 
 class NgramIndex:
@@ -55,7 +55,7 @@ class NgramIndex:
         return toks[best_end + 1:min(best_end + 1 + max_len, limit)], best_len
 
 
-class NgramDrafter:
+class NgramDrafter(CandidateDrafter):
     name = "ngram"
 
     def __init__(self, max_len: int = 16, min_match: int = 1):
@@ -66,17 +66,6 @@ class NgramDrafter:
     def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
         self.index.sync(context)
         return self.index.best_continuation(context, min(max_len, self.max_len), exclude_from=len(context))
-
-    def propose(self, req: DraftRequest) -> Draft:
-        toks, m = self.candidate(req.history, req.max_len)
-        draft = Draft()
-        if m >= self.min_match:
-            for t in toks:
-                draft.add(t, self.name)
-        return draft
-
-    def observe(self, draft: Draft, n_accepted: int) -> None:
-        pass
 
     def reset(self) -> None:
         self.index = NgramIndex(1)
