@@ -62,7 +62,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         acc, nxt = orig_verify(self, last, draft, sampling, constraint, rng, stats)
         n = len(draft)
-        passes.append({"tokens": n + 1, "rows": sum(not f for f in draft.forced) + 1, "accepted": acc,
+        passes.append({"tokens": n + 1, "rows": sum(not f for f in draft.forced) + (draft.next_forced is None),
+                       "accepted": acc,
                        "wasted": n - acc, "s": time.perf_counter() - t0,
                        "ender": ender(self.target.model, self.target.tokens[-8:], nxt)})
         return acc, nxt

@@ -133,3 +133,26 @@ def test_hybrid_marks_grammar_forced_tokens_inside_copied_spans(smollm2):
         ff = replay.forced()
         assert forced == (bool(ff) and ff[0] == t)
         assert replay.consume(t)
+
+
+def test_forced_end_of_call_needs_no_verify_pass(smollm2_f16):
+    """Tokens forced all the way to the grammar's end are emitted without decoding them: the cache stops before
+    them, and the next turn's prefill evaluates them with its prompt."""
+    from localspec.chat.prompt import chat_prompt_tokens
+
+    pair = load_pair(smollm2_f16, ctx=ContextSettings(n_ctx=2048))
+    m = pair.target
+    base = build_engine(pair, use_draft_model=False)
+    spec = build_engine(pair, drafters=("schema",))
+    prompt = chat_prompt_tokens(m, [{"role": "user", "content": "Read the file notes/todo.txt"}], TOOLS)
+    ref = _constrained(base, m, prompt, TOOLS)
+    got = _constrained(spec, m, prompt, TOOLS)
+    assert got.text == ref.text and got.stats.finish_reason == "grammar"
+    toks = [t for t in got.tokens if t >= 0]
+    tail = m.tokenize("\n</tool_call>", add_special=False)
+    assert toks[-len(tail):] == tail and set(got.origins[-len(tail):]) == {"schema"}
+    assert pair.target_ctx.n_past <= len(prompt) + len(toks) - len(tail)
+    assert got.stats.target_passes < got.stats.generated_tokens / 2
+    follow = prompt + toks + m.tokenize("\nok", add_special=False)
+    assert pair.target_ctx.prefill(follow) >= len(tail) + 2
+    assert pair.target_ctx.n_past == len(follow)

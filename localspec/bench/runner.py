@@ -55,40 +55,66 @@ def case_prompt(pair: LoadedPair, case: Case) -> list[int]:
     return chat_prompt_tokens(pair.target, msgs, case.tools)
 
 
-def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int = 384, draft_max: int = 64,
-               progress=None) -> list[CaseResult]:
-    engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory())
-    fmt = tool_format(pair.target)
-    params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0), draft_max=draft_max,
-                       wrap_up=WRAP_UP)
-    ctx = pair.target_ctx
-    ctx.clear()
-    if pair.draft_ctx is not None:
-        pair.draft_ctx.clear()
-    # Warm up and calibrate the cost model outside the measured cases.
-    engine.generate(case_prompt(pair, cases[0]), GenParams(max_tokens=1))
-    ctx.clear()
-    results = []
-    for n, case in enumerate(cases, 1):
+class ConfigRun:
+    """One config's engine over a suite, run a case at a time so that configs can take turns (see run_bench)."""
+
+    def __init__(self, pair: LoadedPair, drafters, *, max_tokens: int = 384, draft_max: int = 64,
+                 warm_up: Case | None = None):
+        self.pair = pair
+        self.engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory())
+        self.fmt = tool_format(pair.target)
+        self.params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0),
+                                draft_max=draft_max, wrap_up=WRAP_UP)
+        if warm_up is not None:
+            # Warm up and calibrate the cost model outside the measured cases.
+            self.engine.generate(case_prompt(pair, warm_up), GenParams(max_tokens=1))
+        self._left: dict[str, list[int]] = {}  # what this config's last case left in each cache
+
+    def run(self, case: Case) -> CaseResult:
+        pair, fmt = self.pair, self.fmt
+        caches = {"target": pair.target_ctx, "draft": pair.draft_ctx}
+        for key, ctx in caches.items():
+            # Keep only what this config's own previous case left there (the shared prefix), so its prompt is
+            # reused exactly as if it ran alone, whichever config ran in between.
+            if ctx is not None:
+                ctx.truncate(ctx.common_prefix(self._left.get(key, [])))
         t0 = time.perf_counter()
         prompt = case_prompt(pair, case)
         # BFCL's categories say whether several calls are wanted (OpenAI's parallel_tool_calls).
         grammar = tool_call_grammar(case.tools, prefix=fmt.call_prefix, suffix=fmt.call_suffix,
                                     parallel=case.category == "parallel", max_string=MAX_STRING, max_items=MAX_ITEMS,
                                     bound_numbers=True, max_calls=MAX_CALLS)
-        gen = engine.generate(prompt, params, constraint=GrammarConstraint(pair.target, grammar))
+        gen = self.engine.generate(prompt, self.params, constraint=GrammarConstraint(pair.target, grammar))
         latency = time.perf_counter() - t0
         parsed = fmt.parse(gen.text)
         calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
         valid = bool(calls) and not parsed.errors
         s = gen.stats
-        results.append(CaseResult(
+        self.engine.remember_call(gen.tokens, gen.text, calls[0]["name"] if calls else None)
+        self._left = {key: list(ctx.tokens) for key, ctx in caches.items() if ctx is not None}
+        return CaseResult(
             id=case.id, text=gen.text, calls=calls, valid_json=valid,
             correct=valid and case_correct(calls, case.ground_truth, case.tools, case.category),
             generated=s.generated_tokens, passes=s.target_passes, drafted=s.drafted, accepted=s.accepted,
             forced=s.forced, prefill_s=s.prefill_s, generation_s=s.generation_s, latency_s=latency,
-            drafters={k: [v.drafted, v.accepted] for k, v in s.drafters.items()}))
-        engine.remember_call(gen.tokens, gen.text, calls[0]["name"] if calls else None)
+            drafters={k: [v.drafted, v.accepted] for k, v in s.drafters.items()})
+
+
+def _clear(pair: LoadedPair) -> None:
+    pair.target_ctx.clear()
+    if pair.draft_ctx is not None:
+        pair.draft_ctx.clear()
+
+
+def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int = 384, draft_max: int = 64,
+               progress=None) -> list[CaseResult]:
+    """One config over the whole suite on its own."""
+    _clear(pair)
+    run = ConfigRun(pair, drafters, max_tokens=max_tokens, draft_max=draft_max, warm_up=cases[0])
+    pair.target_ctx.clear()
+    results = []
+    for n, case in enumerate(cases, 1):
+        results.append(run.run(case))
         if progress:
             progress(n, len(cases), results[-1])
     return results
@@ -132,13 +158,19 @@ def summarize(results: list[CaseResult], baseline: list[CaseResult] | None) -> d
 
 def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_tokens: int = 384,
               progress=None) -> dict:
-    raw: dict[str, list[CaseResult]] = {}
-    order = (["baseline"] if "baseline" not in configs else []) + configs  # speedups need baseline in this run
-    for name in order:
-        if name in raw:
-            continue
-        raw[name] = run_config(pair, cases, CONFIGS[name], max_tokens=max_tokens,
-                               progress=(lambda i, n, r, name=name: progress(name, i, n, r)) if progress else None)
+    """Every config over the suite, taking turns case by case: a machine that speeds up or slows down during
+    the run (thermal limits, other load) then shifts every config alike instead of skewing the ratios. Each
+    config keeps its own engine and call history; the shared prompt prefix stays cached for all of them."""
+    order = list(dict.fromkeys((["baseline"] if "baseline" not in configs else []) + configs))
+    _clear(pair)
+    runs = {name: ConfigRun(pair, CONFIGS[name], max_tokens=max_tokens, warm_up=cases[0]) for name in order}
+    pair.target_ctx.clear()
+    raw: dict[str, list[CaseResult]] = {name: [] for name in order}
+    for n, case in enumerate(cases, 1):
+        for name in order:
+            raw[name].append(runs[name].run(case))
+            if progress:
+                progress(name, n, len(cases), raw[name][-1])
     base = raw["baseline"]
     base_tps = summarize(base, None)["tokens_per_second"]
     out = {"cases": len(cases), "configs": {}}

@@ -17,6 +17,9 @@ class Draft:
     origins: list[str] = field(default_factory=list)
     forced: list[bool] = field(default_factory=list)
     q: list[Dist | None] = field(default_factory=list)
+    # The token the grammar forces right after the whole draft, when a drafter knows it: the verify pass then
+    # needs no logits for its last row (the target has no choice there).
+    next_forced: int | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)

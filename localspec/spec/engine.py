@@ -127,7 +127,14 @@ class SpecEngine:
                 room = min(params.draft_max or ctx.n_batch, params.max_tokens - stats.generated_tokens - 1,
                            ctx.n_ctx - ctx.n_past - 2, ctx.n_batch - 1)
                 draft = self._draft(history, room, params, constraint, rng, stats) if room > 0 else Draft()
-                accepted, nxt = self._verify(history[-1], draft, params.sampling, constraint, rng, stats)
+                if self._completes(draft, constraint):
+                    # Forced all the way to the grammar's end: the target has no choice left, so no verify pass
+                    # (the cache gets these tokens when the conversation continues).
+                    accepted, nxt = len(draft), -1
+                    stats.forced += accepted
+                    self._record(draft, accepted, stats)
+                else:
+                    accepted, nxt = self._verify(history[-1], draft, params.sampling, constraint, rng, stats)
                 # Emit accepted drafts one by one (each may hit a stop condition), then the target's own token.
                 stopped = False
                 for i in range(accepted):
@@ -190,6 +197,7 @@ class SpecEngine:
         stats.draft_s += time.perf_counter() - t0
         if len(draft) > room:
             del draft.tokens[room:], draft.origins[room:], draft.forced[room:], draft.q[room:]
+            draft.next_forced = None
         return draft
 
     def _verify(self, last: int, draft: Draft, sampling: SamplingParams, constraint, rng, stats: Stats):
@@ -203,7 +211,7 @@ class SpecEngine:
         base = ctx.n_past
         n = len(draft)
         # A row needs logits unless the token after it is forced by the grammar (then the target has no choice).
-        flags = [not draft.forced[i] for i in range(n)] + [True]
+        flags = [not draft.forced[i] for i in range(n)] + [draft.next_forced is None]
         ctx.decode([last] + draft.tokens, flags)
         t_dec = time.perf_counter() - t0
         self.costs.observe(n + 1, sum(flags), t_dec)
@@ -220,6 +228,9 @@ class SpecEngine:
                 accepted += 1
                 stats.forced += 1
                 continue
+            if tok is None and draft.next_forced is not None:
+                nxt = draft.next_forced  # every draft accepted and the grammar allows one token next
+                break
             logits = ctx.logits(i)
             closing = self._closing(stats.generated_tokens + i + 1)
             if greedy:
@@ -249,7 +260,28 @@ class SpecEngine:
             nxt = residual(p, q, tok).sample(rng)
             break
         ctx.truncate(base + 1 + accepted)
-        # Bookkeeping: per drafter and per position.
+        self._record(draft, accepted, stats)
+        stats.verify_s += time.perf_counter() - t0
+        return accepted, nxt
+
+    @staticmethod
+    def _completes(draft: Draft, constraint) -> bool:
+        """Whether the draft is all forced tokens after which the grammar is complete (consumed if so)."""
+        if constraint is None or not draft.tokens or not all(draft.forced):
+            return False
+        n = 0
+        for tok in draft.tokens:
+            if not constraint.consume(tok):
+                break
+            n += 1
+        if n == len(draft) and constraint.done():
+            return True
+        constraint.rollback(n)
+        return False
+
+    def _record(self, draft: Draft, accepted: int, stats: Stats) -> None:
+        """Bookkeeping after a step: per drafter and per position; drafters learn what was accepted."""
+        n = len(draft)
         for i in range(n):
             ok = i < accepted
             stats.record_position(i, ok)
@@ -258,7 +290,5 @@ class SpecEngine:
             ds.accepted += ok
         stats.drafted += n
         stats.accepted += accepted
-        stats.verify_s += time.perf_counter() - t0
         if self.drafter is not None:
             self.drafter.observe(draft, accepted)
-        return accepted, nxt

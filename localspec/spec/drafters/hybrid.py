@@ -111,6 +111,7 @@ class HybridDrafter:
         reach = 1.0  # probability that verification gets this far
         thr = _FLOOR  # candidates are drafted generously, then cut where the expected gain peaks (_cut)
         probs: list[float] = []  # reach after each drafted token
+        tail = None  # where forced tokens that complete the grammar begin
         consumed = 0
         context = list(req.history)
         try:
@@ -127,6 +128,8 @@ class HybridDrafter:
                             probs.append(reach)
                         if n < len(ff):
                             break
+                        if cons.done():
+                            tail = len(draft) - n
                         continue
                     if cons.done():
                         break
@@ -159,9 +162,25 @@ class HybridDrafter:
             if cons is not None and consumed:
                 cons.rollback(consumed)
         keep = self._cut(draft, probs)
+        if tail:
+            # Forced tokens that end the grammar need no verify pass once they are all that is left (the engine
+            # emits them as they are), so after a guess they would only cost rows.
+            keep = min(keep, tail)
         for lst in (draft.tokens, draft.origins, draft.forced, draft.q, self._keys):
             del lst[keep:]
+        if cons is not None and self.schema and keep:
+            draft.next_forced = self._forced_after(cons, draft.tokens)
         return draft
+
+    @staticmethod
+    def _forced_after(cons, tokens: list[int]) -> int | None:
+        """The token the grammar forces after `tokens`, if any (the state is left as it was)."""
+        n = cons.consume_valid_prefix(tokens)
+        try:
+            ff = cons.forced() if n == len(tokens) and not cons.done() else []
+        finally:
+            cons.rollback(n)
+        return ff[0] if ff else None
 
     def _cut(self, draft: Draft, probs: list[float]) -> int:
         """Length of the draft prefix with the best expected gain. An accepted guess (a token the grammar does not
