@@ -156,3 +156,18 @@ def test_forced_end_of_call_needs_no_verify_pass(smollm2_f16):
     follow = prompt + toks + m.tokenize("\nok", add_special=False)
     assert pair.target_ctx.prefill(follow) >= len(tail) + 2
     assert pair.target_ctx.n_past == len(follow)
+
+
+def test_hybrid_guesses_forced_text_that_no_single_token_forces(smollm2):
+    """After '"start_line":' the grammar forces a space, but no token: ' 1', ' 2', ... all start with it. The
+    schema drafter proposes it as a guess (not marked forced: the target's logits must check it)."""
+    pair = load_pair(smollm2, ctx=ContextSettings(n_ctx=1024))
+    m = pair.target
+    spec = build_engine(pair, drafters=("schema",))
+    cons = GrammarConstraint(m, tool_call_grammar(TOOLS))
+    done = m.tokenize('{"name": "read_file", "arguments": {"path": "a", "start_line":', add_special=False)
+    assert cons.consume_valid_prefix(done) == len(done)
+    assert cons.forced() == [] and cons.matcher.compute_ff_bytes() == b" "
+    draft = spec.drafter.propose(DraftRequest(m.tokenize("x") + done, 16, SamplingParams(), cons))
+    assert draft.tokens[:1] == m.tokenize(" ", add_special=False) and draft.forced[:1] == [False]
+    assert draft.origins[0] == "schema" and cons.consumed == len(done)  # the grammar state is left as it was

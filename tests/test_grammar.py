@@ -168,3 +168,26 @@ def test_wrap_up_prefers_ending_over_another_parallel_call(tiny_target):
     closing = cons.closing_allowed()
     assert not closing[newline]  # ...but not when wrapping up
     assert any(closing[t] for t in m.eog_tokens)
+
+
+def test_wrap_up_ends_a_string_before_closing_braces(tiny_target):
+    """Inside a string, '}' is valid content, so wrap-up must prefer the quote that ends the string; outside it,
+    a comma ends a number when a required key still has to come."""
+    tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
+        "label": {"type": "string"}, "n": {"type": "integer"}, "k": {"type": "integer"}},
+        "required": ["label", "n", "k"]}}}]
+    m = Model(tiny_target)
+    cons = GrammarConstraint(m, tool_call_grammar(tools))
+    one = lambda text: m.tokenize(text, add_special=False)  # noqa: E731
+    part = one('{"name": "tag", "arguments": {"label": "a b \\" c')
+    assert cons.consume_valid_prefix(part) == len(part)
+    brace, quote = one("}")[0], one('"')[0]
+    assert cons.allowed()[brace]  # a brace is string content here...
+    closing = cons.closing_allowed()
+    assert closing[quote] and not closing[brace]  # ...but wrap-up ends the string instead
+    more = one('", "n": 12')
+    assert cons.consume_valid_prefix(more) == len(more)
+    closing = cons.closing_allowed()
+    assert closing[one(",")[0]] and not closing[one("3")[0]]
+    cons.rollback(len(more))
+    assert cons.closing_allowed()[quote] and not cons.closing_allowed()[brace]

@@ -21,7 +21,7 @@ def add_model_args(p) -> None:
     p.add_argument("--offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
     p.add_argument("--target", metavar="PATH", help="target GGUF (the model whose output you get)")
     p.add_argument("--draft", metavar="PATH", help="draft GGUF with the target's vocabulary")
-    p.add_argument("--no-draft", action="store_true", help="do not use a draft model")
+    p.add_argument("--no-draft", action="store_true", help="target-only decoding: no draft model and no other drafter")
     p.add_argument("--n-gpu-layers", type=int, default=None, metavar="N", help="target layers to offload (-1: all)")
     p.add_argument("--draft-n-gpu-layers", type=int, default=None, metavar="N", help="draft layers to offload")
     p.add_argument("--ctx-size", type=int, default=4096, metavar="N", help="context window in tokens")
@@ -87,8 +87,7 @@ def apply_config(args, hints=None) -> None:
 
 
 def validate_args(args) -> None:
-    if getattr(args, "drafters", None) is None:
-        apply_config(args, getattr(args, "_hints", None))
+    apply_config(args, getattr(args, "_hints", None))  # fills only what no flag set (an explicit --drafters too)
     if args.draft and args.no_draft:
         raise ConfigError("--draft and --no-draft contradict each other")
     checks = [  # flag, value, ok, what it must be
@@ -158,7 +157,7 @@ def parse_drafters(text: str) -> tuple[str, ...]:
 
 def engine_from_args(args, pair):
     """The engine every headless command uses: the chosen drafters, with tool-call history persisted per user."""
-    drafters = parse_drafters(args.drafters)
+    drafters = () if args.no_draft else parse_drafters(args.drafters)
     history = None
     if "history" in drafters:
         from localspec.models.paths import get_paths

@@ -12,8 +12,9 @@ class Constraint(Protocol):
         """Boolean mask over the vocabulary: tokens the grammar accepts next."""
 
     def closing_allowed(self) -> np.ndarray:
-        """The allowed tokens that close a string, array or object (all allowed ones if none does): picks near
-        max_tokens with GenParams.wrap_up."""
+        """The allowed tokens that bring the output closest to its end (end a string; end the generation or
+        close an array or object; else a comma), all allowed ones if none does: picks near max_tokens with
+        GenParams.wrap_up."""
 
     def is_allowed(self, token: int) -> bool:
         """Whether the grammar accepts `token` next (cheaper than a whole mask)."""

@@ -123,26 +123,43 @@ def check_grammar(grammar: str, model=None) -> None:
         raise ConfigError(f"invalid schema: {err.splitlines()[0]}")
 
 
-# What a JSON value or a call ends with: when a generation runs short of tokens, these are preferred (wrap_up),
-# and so is ending the generation once the grammar allows it (rather than starting another parallel call).
-_CLOSING = ('"', '"}', '"}}', '"}}}', '"]', '"]}', '"}]', ']', ']}', ']}}', ']]', '}', '}}', '}}}', '}]')
+# Wrap-up preferences (GrammarConstraint.closing_allowed), by where the generation stands: inside a string, the
+# tokens that end it; outside, ending the generation (rather than starting another parallel call) and closing
+# arrays and objects, then a comma that ends a number and moves on to the next required key.
+_END_STRING = ('"', '"}', '"}}', '"}}}', '"]', '"]}', '"}]')
+_CLOSE = (']', ']}', ']}}', ']]', '}', '}}', '}}}', '}]')
+_NEXT = (',', ', ')
 _closing: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def closing_mask(model) -> np.ndarray:
-    """Vocabulary mask of the tokens that close a JSON string, array or object, and of the end-of-generation
-    tokens (cached per Model object)."""
+def closing_masks(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vocabulary masks (cached per Model object): tokens that end a string; end-of-generation tokens and tokens
+    that close arrays and objects; commas."""
     with _tok_lock:
-        mask = _closing.get(model)
-        if mask is None:
-            mask = np.zeros(model.n_vocab, dtype=bool)
-            for text in _CLOSING:
-                toks = model.tokenize(text, add_special=False, parse_special=False)
-                if len(toks) == 1:
-                    mask[toks[0]] = True
-            mask[sorted(model.eog_tokens)] = True
-            _closing[model] = mask
-        return mask
+        masks = _closing.get(model)
+        if masks is None:
+            masks = tuple(np.zeros(model.n_vocab, dtype=bool) for _ in range(3))
+            for mask, texts in zip(masks, (_END_STRING, _CLOSE, _NEXT)):
+                for text in texts:
+                    toks = model.tokenize(text, add_special=False, parse_special=False)
+                    if len(toks) == 1:
+                        mask[toks[0]] = True
+            masks[1][sorted(model.eog_tokens)] = True
+            _closing[model] = masks
+        return masks
+
+
+def _scan(state: tuple[bool, bool], data: bytes) -> tuple[bool, bool]:
+    """(inside a JSON string, after a backslash there) once `data` follows `state`."""
+    in_str, esc = state
+    for b in data:
+        if esc:
+            esc = False
+        elif in_str and b == 0x5C:  # backslash
+            esc = True
+        elif b == 0x22:  # quote
+            in_str = not in_str
+    return in_str, esc
 
 
 class GrammarConstraint:
@@ -158,6 +175,7 @@ class GrammarConstraint:
         self._words = np.zeros((self.n_vocab + 31) // 32, dtype=np.int32)
         self._dirty = True  # _words is stale
         self.consumed = 0
+        self._strings: list[tuple[bool, bool]] = [(False, False)]  # _scan state after each consumed token
 
     def _mask_words(self) -> np.ndarray:
         """llguidance's packed mask for the current state (computed once per state: cheap, ~0.03 ms)."""
@@ -171,10 +189,19 @@ class GrammarConstraint:
         return bits[: self.n_vocab].view(bool)
 
     def closing_allowed(self) -> np.ndarray:
-        """The allowed tokens that close something, or all allowed tokens if none does."""
+        """The allowed tokens that bring the call closest to its end: in a string, those that end it; outside,
+        ending the generation or closing an array or object, else a comma; all allowed tokens if none is."""
         allowed = self.allowed()
-        both = allowed & closing_mask(self.model)
-        return both if both.any() else allowed
+        end_string, close, comma = closing_masks(self.model)
+        for tier in ((end_string,) if self._strings[-1][0] else (close, comma)):
+            both = allowed & tier
+            if both.any():
+                return both
+        return allowed
+
+    def _advance(self, tokens) -> None:
+        for t in tokens:
+            self._strings.append(_scan(self._strings[-1], self.model.token_bytes(t)))
 
     def is_allowed(self, token: int) -> bool:
         # The mask, not validate_tokens: the mask also rules out non-canonical tokenisations (" {" before '"').
@@ -190,6 +217,7 @@ class GrammarConstraint:
         if ok:
             self.consumed += 1
             self._dirty = True
+            self._advance((token,))
         return ok
 
     def consume_valid_prefix(self, tokens: list[int]) -> int:
@@ -200,6 +228,7 @@ class GrammarConstraint:
         if n and self.matcher.consume_tokens(tokens[:n]):
             self.consumed += n
             self._dirty = True
+            self._advance(tokens[:n])
             return n
         return 0
 
@@ -208,6 +237,7 @@ class GrammarConstraint:
             self.matcher.rollback(n)
             self.consumed -= n
             self._dirty = True
+            del self._strings[-n:]
 
     def forced(self) -> list[int]:
         if self.matcher.is_stopped():
@@ -224,3 +254,4 @@ class GrammarConstraint:
         self.matcher.reset()
         self.consumed = 0
         self._dirty = True
+        self._strings = [(False, False)]

@@ -15,7 +15,7 @@ from localspec.spec.costs import CostModel
 from localspec.spec.draft import Draft, DraftRequest
 
 # Prior per-token acceptance before anything is observed, by drafter.
-_PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5}
+_PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9}
 _PRIOR_DEPTH = 0.85  # ... and for the tokens after a candidate's first one, which are usually right if it was
 _EMA = 0.15
 _FLOOR = 0.02  # below this probability of being reached a drafted token cannot pay for its row
@@ -47,6 +47,7 @@ class HybridDrafter:
         # the next key, so a value's end and the following structure come out of the same verify pass.
         self.closers = sorted({tuple(tokenize(c)) for c in _CLOSERS} if (tokenize and schema) else set(),
                               key=len, reverse=True)
+        self.tokenize = tokenize
         self.sources = [d for d in (history, ngram, text, spans) if d is not None]
         self.model = model
         self.max_len = max_len
@@ -133,7 +134,9 @@ class HybridDrafter:
                         continue
                     if cons.done():
                         break
-                best = self._best_candidate(context + draft.tokens, room, cons, reach, thr)
+                best = self._forced_bytes(cons, room, reach, thr) if cons is not None and self.schema else None
+                if best is None:
+                    best = self._best_candidate(context + draft.tokens, room, cons, reach, thr)
                 if best is None and cons is not None and self.closers and draft.origins[-1:] != ["schema"]:
                     best = self._closer(cons, room, reach, thr)
                 if best is None and self.model is not None:
@@ -238,6 +241,25 @@ class HybridDrafter:
             if n and value > best_value:
                 best, best_value = (src.name, toks[:n], key, rates, start), value
         return best
+
+    def _forced_bytes(self, cons, room, reach, thr):
+        """Text the grammar forces where no token is forced, because it can be split into tokens in more than one
+        way (' "' after a comma, the rest of an enum value, ': ' before a number): its usual tokenisation is a
+        near-certain guess. The last token is left out when there are several: it might merge with what follows."""
+        if self.tokenize is None:
+            return None
+        data = cons.matcher.compute_ff_bytes()
+        if not data:
+            return None
+        toks = self.tokenize(data.decode("utf-8", "ignore"))
+        if len(toks) > 1:
+            toks = toks[:-1]
+        toks = toks[: min(room, cons.matcher.validate_tokens(toks))]
+        if not toks:
+            return None
+        rates = self._rates("bytes", START)
+        n, _ = self._take(toks, rates, reach, thr)
+        return ("schema", toks[:n], "bytes", rates, START) if n else None
 
     def _closer(self, cons, room, reach, thr):
         rates = self._rates("schema", START)
