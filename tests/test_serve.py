@@ -364,8 +364,8 @@ def test_serve_command_end_to_end(tiny_pair_paths, tmp_path):
     port = free_port()
     log = tmp_path / "serve.log"
     proc = subprocess.Popen([sys.executable, "-m", "localspec", "serve", "--target", str(target), "--draft",
-                             str(draft), "--port", str(port), "--ctx-size", "512", "--threads", "1",
-                             "--model-name", "tiny-cli"], stdout=open(log, "w"), stderr=subprocess.STDOUT)
+                             str(draft), "--drafters", "model", "--port", str(port), "--ctx-size", "512",
+                             "--threads", "1", "--model-name", "tiny-cli"], stdout=open(log, "w"), stderr=subprocess.STDOUT)
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
