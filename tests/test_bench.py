@@ -83,3 +83,23 @@ def test_baseline_is_target_only_even_with_a_draft(tiny_pair_paths):
     res = json.loads(out.stdout)["configs"]
     assert res["baseline"]["mean_accepted_length"] == 1.0 and res["baseline"]["acceptance_rate"] == 0.0
     assert res["model"]["acceptance_rate"] > 0.0
+
+
+def test_configs_take_turns_and_run_as_if_alone(tiny_pair_paths):
+    """run_bench interleaves configs case by case; each keeps its own cache state and call history, so every
+    config gives the same outputs as when it runs on its own."""
+    from localspec.bench.runner import CONFIGS, run_bench, run_config
+    from localspec.bench.suite import load_suite
+    from localspec.runtime.context import ContextSettings
+    from localspec.runtime.pair import load_pair
+
+    pair = load_pair(*tiny_pair_paths, ctx=ContextSettings(n_ctx=4096))
+    cases = load_suite(MULTI, 3)
+    seen = []
+    res = run_bench(pair, cases, ["baseline", "model", "all"], max_tokens=48,
+                    progress=lambda name, i, n, r: seen.append((name, i)))
+    assert seen == [(name, i) for i in (1, 2, 3) for name in ("baseline", "model", "all")]
+    for name in ("model", "all"):
+        alone = run_config(pair, cases, CONFIGS[name], max_tokens=48)
+        assert [o["text"] for o in res["outputs"][name]] == [r.text for r in alone]
+    assert res["configs"]["model"]["drafted"] > 0

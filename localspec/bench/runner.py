@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from localspec.bench.scoring import case_correct
 from localspec.bench.suite import Case
 from localspec.chat.prompt import chat_prompt_tokens, tool_format
+from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
 from localspec.spec.builder import build_engine
 from localspec.spec.drafters.history import CallHistory
@@ -68,16 +69,15 @@ class ConfigRun:
         if warm_up is not None:
             # Warm up and calibrate the cost model outside the measured cases.
             self.engine.generate(case_prompt(pair, warm_up), GenParams(max_tokens=1))
-        self._left: dict[str, list[int]] = {}  # what this config's last case left in each cache
+        self._left: list[int] = []  # what this config's last case left in the target cache
 
     def run(self, case: Case) -> CaseResult:
         pair, fmt = self.pair, self.fmt
-        caches = {"target": pair.target_ctx, "draft": pair.draft_ctx}
-        for key, ctx in caches.items():
-            # Keep only what this config's own previous case left there (the shared prefix), so its prompt is
-            # reused exactly as if it ran alone, whichever config ran in between.
-            if ctx is not None:
-                ctx.truncate(ctx.common_prefix(self._left.get(key, [])))
+        ctx = pair.target_ctx
+        # Keep only what this config's own previous case left in the target cache (the shared prefix), so its
+        # prompt is reused exactly as if it ran alone, whichever config ran in between. (Draft-model caches are
+        # never shared: see run_bench.)
+        ctx.truncate(ctx.common_prefix(self._left))
         t0 = time.perf_counter()
         prompt = case_prompt(pair, case)
         # BFCL's categories say whether several calls are wanted (OpenAI's parallel_tool_calls).
@@ -91,7 +91,7 @@ class ConfigRun:
         valid = bool(calls) and not parsed.errors
         s = gen.stats
         self.engine.remember_call(gen.tokens, gen.text, calls[0]["name"] if calls else None)
-        self._left = {key: list(ctx.tokens) for key, ctx in caches.items() if ctx is not None}
+        self._left = list(ctx.tokens)
         return CaseResult(
             id=case.id, text=gen.text, calls=calls, valid_json=valid,
             correct=valid and case_correct(calls, case.ground_truth, case.tools, case.category),
@@ -163,14 +163,28 @@ def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_to
     config keeps its own engine and call history; the shared prompt prefix stays cached for all of them."""
     order = list(dict.fromkeys((["baseline"] if "baseline" not in configs else []) + configs))
     _clear(pair)
-    runs = {name: ConfigRun(pair, CONFIGS[name], max_tokens=max_tokens, warm_up=cases[0]) for name in order}
+    # Each config that drafts with the model gets a draft cache of its own, kept across its cases as when it
+    # runs alone (the draft model's catch-up prefill is part of drafting time, so sharing one would skew it).
+    extra: list[Context] = []
+    runs = {}
+    for name in order:
+        view = pair
+        if "model" in CONFIGS[name] and pair.draft_ctx is not None:
+            if any("model" in CONFIGS[n] for n in runs):
+                extra.append(Context(pair.draft, pair.draft_ctx.settings))
+                view = replace(pair, draft_ctx=extra[-1])
+        runs[name] = ConfigRun(view, CONFIGS[name], max_tokens=max_tokens, warm_up=cases[0])
     pair.target_ctx.clear()
     raw: dict[str, list[CaseResult]] = {name: [] for name in order}
-    for n, case in enumerate(cases, 1):
-        for name in order:
-            raw[name].append(runs[name].run(case))
-            if progress:
-                progress(name, n, len(cases), raw[name][-1])
+    try:
+        for n, case in enumerate(cases, 1):
+            for name in order:
+                raw[name].append(runs[name].run(case))
+                if progress:
+                    progress(name, n, len(cases), raw[name][-1])
+    finally:
+        for c in extra:
+            c.close()
     base = raw["baseline"]
     base_tps = summarize(base, None)["tokens_per_second"]
     out = {"cases": len(cases), "configs": {}}
