@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from localspec.spec.engine import GenParams
-from localspec.spec.grammar import GrammarConstraint
+from localspec.spec.grammar import WRAP_UP, GrammarConstraint
 from localspec.spec.stats import Stats
 
 from .calls import call_grammar, constrainable, cut_at_trigger, list_form, parse_constrained
@@ -130,7 +130,9 @@ def _call_phase(engine, model, fmt, prompt, emitted, tools, settings: TurnSettin
 
 def _one_call(engine, model, fmt, prompt, emitted, tools, settings, out, step, cancel, emit):
     constraint = GrammarConstraint(model, call_grammar(fmt, tools, emitted, parallel=False))
-    params = GenParams(max_tokens=settings.call_max_tokens, sampling=settings.params.sampling, stop=())
+    # Near the token limit the call wraps up (closes its strings and objects) instead of being cut off.
+    params = GenParams(max_tokens=settings.call_max_tokens, sampling=settings.params.sampling, stop=(),
+                       wrap_up=min(WRAP_UP, settings.call_max_tokens // 4))
     if emitted:
         emit(TextDelta(step, emitted, "target", -1, "call"))
     tokens, text = [], emitted

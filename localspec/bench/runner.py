@@ -14,7 +14,7 @@ from localspec.runtime.pair import LoadedPair
 from localspec.spec.builder import build_engine
 from localspec.spec.drafters.history import CallHistory
 from localspec.spec.engine import GenParams
-from localspec.spec.grammar import GrammarConstraint, tool_call_grammar
+from localspec.spec.grammar import WRAP_UP, GrammarConstraint, tool_call_grammar
 from localspec.spec.sampling import SamplingParams
 
 CONFIGS = {
@@ -27,7 +27,6 @@ CONFIGS = {
 # finishes a valid call (the same grammar for every config, so outputs stay comparable).
 MAX_STRING, MAX_ITEMS = 200, 24
 MAX_CALLS = 8  # parallel cases: BFCL expects 2-8 calls; a model repeating itself stops at 8
-WRAP_UP = 48  # the last tokens before --max-tokens close the call (valid JSON rather than a cut-off one)
 SYSTEM = ("You are a function-calling assistant. Answer the user's request by calling the provided tools with "
           "arguments taken from the request.")
 
@@ -65,7 +64,7 @@ class ConfigRun:
         self.engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory())
         self.fmt = tool_format(pair.target)
         self.params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0),
-                                draft_max=draft_max, wrap_up=WRAP_UP)
+                                draft_max=draft_max, wrap_up=min(WRAP_UP, max_tokens // 4))
         if warm_up is not None:
             # Warm up and calibrate the cost model outside the measured cases.
             self.engine.generate(case_prompt(pair, warm_up), GenParams(max_tokens=1))

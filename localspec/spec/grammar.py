@@ -126,6 +126,7 @@ def check_grammar(grammar: str, model=None) -> None:
 # Wrap-up preferences (GrammarConstraint.closing_allowed), by where the generation stands: inside a string, the
 # tokens that end it; outside, ending the generation (rather than starting another parallel call) and closing
 # arrays and objects, then a comma that ends a number and moves on to the next required key.
+WRAP_UP = 96  # tokens before max_tokens where a tool call starts wrapping up: room for a fresh call's required keys
 _END_STRING = ('"', '"}', '"}}', '"}}}', '"]', '"]}', '"}]')
 _CLOSE = (']', ']}', ']}}', ']]', '}', '}}', '}}}', '}]')
 _NEXT = (',', ', ')
