@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Why a speculative output differs from baseline: the target's logits for both tokens at the first difference,
+evaluated one token at a time (as baseline decodes) and in one batch (as a verify pass does).
+
+    python benchmarks/near_ties.py RESULT.json SUITE.jsonl --target TARGET.gguf [--config toolspec]
+
+RESULT.json comes from `localspec bench ... --json --outputs` on the same suite and target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from localspec.bench.runner import case_prompt  # noqa: E402
+from localspec.bench.suite import load_suite  # noqa: E402
+from localspec.runtime.context import ContextSettings  # noqa: E402
+from localspec.runtime.pair import load_pair  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("result")
+    p.add_argument("suite")
+    p.add_argument("--target", required=True)
+    p.add_argument("--config", default="toolspec")
+    a = p.parse_args(argv)
+    outputs = json.loads(Path(a.result).read_text())["outputs"]
+    cases = {c.id: c for c in load_suite(a.suite)}
+    pair = load_pair(a.target, ctx=ContextSettings(n_ctx=4096))
+    m, ctx = pair.target, pair.target_ctx
+    for base, spec in zip(outputs["baseline"], outputs[a.config]):
+        if base["text"] == spec["text"]:
+            continue
+        tb = m.tokenize(base["text"], add_special=False)
+        ts = m.tokenize(spec["text"], add_special=False)
+        k = next((i for i, (x, y) in enumerate(zip(tb, ts)) if x != y), min(len(tb), len(ts)))
+        if k >= min(len(tb), len(ts)):
+            continue
+        prompt = case_prompt(pair, cases[base["id"]])
+        rows = {}
+        for way in ("one at a time", "one batch"):
+            ctx.clear()
+            ctx.prefill(prompt, logits_last=(k == 0))
+            if way == "one at a time":
+                for t in tb[:k]:
+                    ctx.decode([t])
+            elif k:
+                ctx.decode(tb[:k], "last")
+            rows[way] = np.array(ctx.logits(-1), copy=True)
+        for way, logits in rows.items():
+            print(f"{base['id']}  {way:13}  baseline {m.detokenize([tb[k]])!r}: {logits[tb[k]]:.4f}   "
+                  f"{a.config} {m.detokenize([ts[k]])!r}: {logits[ts[k]]:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
