@@ -24,6 +24,12 @@ class Draft:
     def __len__(self) -> int:
         return len(self.tokens)
 
+    def truncate(self, n: int) -> None:
+        """Keep the first n tokens (next_forced then no longer applies unless nothing was cut)."""
+        if n < len(self.tokens):
+            del self.tokens[n:], self.origins[n:], self.forced[n:], self.q[n:]
+            self.next_forced = None
+
     def add(self, token: int, origin: str, forced: bool = False, q: Dist | None = None) -> None:
         self.tokens.append(token)
         self.origins.append(origin)

@@ -195,9 +195,7 @@ class SpecEngine:
         t0 = time.perf_counter()
         draft = self.drafter.propose(DraftRequest(history, room, params.sampling, constraint, rng))
         stats.draft_s += time.perf_counter() - t0
-        if len(draft) > room:
-            del draft.tokens[room:], draft.origins[room:], draft.forced[room:], draft.q[room:]
-            draft.next_forced = None
+        draft.truncate(room)
         return draft
 
     def _verify(self, last: int, draft: Draft, sampling: SamplingParams, constraint, rng, stats: Stats):
@@ -234,8 +232,7 @@ class SpecEngine:
             logits = ctx.logits(i)
             closing = self._closing(stats.generated_tokens + i + 1)
             if greedy:
-                choice = masked_argmax(logits, self._allowed(constraint, True)) if closing else \
-                    constrained_argmax(logits, constraint)
+                choice = self._pick(logits, sampling, constraint, rng, closing)
                 if self.trace is not None:
                     self.trace.append((tok if tok == choice else choice, int(np.argmax(logits))))
                 if tok is not None and choice == tok:

@@ -176,7 +176,8 @@ class GrammarConstraint:
         self._words = np.zeros((self.n_vocab + 31) // 32, dtype=np.int32)
         self._dirty = True  # _words is stale
         self.consumed = 0
-        self._strings: list[tuple[bool, bool]] = [(False, False)]  # _scan state after each consumed token
+        self._tokens: list[int] = []  # consumed tokens, for the string state wrap-up needs (scanned lazily)
+        self._scanned = (0, (False, False))  # (tokens scanned, _scan state after them)
 
     def _mask_words(self) -> np.ndarray:
         """llguidance's packed mask for the current state (computed once per state: cheap, ~0.03 ms)."""
@@ -194,15 +195,19 @@ class GrammarConstraint:
         ending the generation or closing an array or object, else a comma; all allowed tokens if none is."""
         allowed = self.allowed()
         end_string, close, comma = closing_masks(self.model)
-        for tier in ((end_string,) if self._strings[-1][0] else (close, comma)):
+        for tier in ((end_string,) if self._in_string() else (close, comma)):
             both = allowed & tier
             if both.any():
                 return both
         return allowed
 
-    def _advance(self, tokens) -> None:
-        for t in tokens:
-            self._strings.append(_scan(self._strings[-1], self.model.token_bytes(t)))
+    def _in_string(self) -> bool:
+        """Whether the output so far ends inside a JSON string (only wrap-up asks, so drafting never pays for it)."""
+        n, state = self._scanned
+        for t in self._tokens[n:]:
+            state = _scan(state, self.model.token_bytes(t))
+        self._scanned = (len(self._tokens), state)
+        return state[0]
 
     def is_allowed(self, token: int) -> bool:
         # The mask, not validate_tokens: the mask also rules out non-canonical tokenisations (" {" before '"').
@@ -218,7 +223,7 @@ class GrammarConstraint:
         if ok:
             self.consumed += 1
             self._dirty = True
-            self._advance((token,))
+            self._tokens.append(token)
         return ok
 
     def consume_valid_prefix(self, tokens: list[int]) -> int:
@@ -229,7 +234,7 @@ class GrammarConstraint:
         if n and self.matcher.consume_tokens(tokens[:n]):
             self.consumed += n
             self._dirty = True
-            self._advance(tokens[:n])
+            self._tokens.extend(tokens[:n])
             return n
         return 0
 
@@ -238,7 +243,9 @@ class GrammarConstraint:
             self.matcher.rollback(n)
             self.consumed -= n
             self._dirty = True
-            del self._strings[-n:]
+            del self._tokens[-n:]
+            if self._scanned[0] > len(self._tokens):
+                self._scanned = (0, (False, False))
 
     def forced(self) -> list[int]:
         if self.matcher.is_stopped():
@@ -255,4 +262,5 @@ class GrammarConstraint:
         self.matcher.reset()
         self.consumed = 0
         self._dirty = True
-        self._strings = [(False, False)]
+        self._tokens = []
+        self._scanned = (0, (False, False))

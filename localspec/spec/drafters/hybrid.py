@@ -169,8 +169,8 @@ class HybridDrafter:
             # Forced tokens that end the grammar need no verify pass once they are all that is left (the engine
             # emits them as they are), so after a guess they would only cost rows.
             keep = min(keep, tail)
-        for lst in (draft.tokens, draft.origins, draft.forced, draft.q, self._keys):
-            del lst[keep:]
+        draft.truncate(keep)
+        del self._keys[keep:]
         if cons is not None and self.schema and keep:
             draft.next_forced = self._forced_after(cons, draft.tokens)
         return draft
