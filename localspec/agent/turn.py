@@ -129,7 +129,7 @@ def _call_phase(engine, model, fmt, prompt, emitted, tools, settings: TurnSettin
 
 
 def _one_call(engine, model, fmt, prompt, emitted, tools, settings, out, step, cancel, emit):
-    constraint = GrammarConstraint(model, call_grammar(fmt, tools, emitted, parallel=False))
+    constraint = GrammarConstraint(model, call_grammar(fmt, tools, emitted, parallel=False), tools)
     # Near the token limit the call wraps up (closes its strings and objects) instead of being cut off.
     params = GenParams(max_tokens=settings.call_max_tokens, sampling=settings.params.sampling, stop=(),
                        wrap_up=min(WRAP_UP, settings.call_max_tokens // 4))

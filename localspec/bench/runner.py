@@ -83,7 +83,7 @@ class ConfigRun:
         grammar = tool_call_grammar(case.tools, prefix=fmt.call_prefix, suffix=fmt.call_suffix,
                                     parallel=case.category == "parallel", max_string=MAX_STRING, max_items=MAX_ITEMS,
                                     bound_numbers=True, max_calls=MAX_CALLS)
-        gen = self.engine.generate(prompt, self.params, constraint=GrammarConstraint(pair.target, grammar))
+        gen = self.engine.generate(prompt, self.params, constraint=GrammarConstraint(pair.target, grammar, case.tools))
         latency = time.perf_counter() - t0
         parsed = fmt.parse(gen.text)
         calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]

@@ -12,6 +12,7 @@ from localspec.spec.drafters.model import ModelDrafter
 from localspec.spec.drafters.ngram import NgramDrafter
 from localspec.spec.drafters.spans import SpanDrafter
 from localspec.spec.drafters.textlookup import TextLookupDrafter
+from localspec.spec.drafters.toolnames import ToolNameDrafter
 from localspec.spec.engine import SpecEngine
 
 DRAFTERS = ("model", "schema", "history", "ngram")
@@ -45,7 +46,9 @@ def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: i
         # Prompt lookup runs on tokens and on text: values copied from prose are tokenised differently in JSON,
         # and where a value starts, spans of the request are proposed.
         text=TextLookupDrafter(pair.target.token_bytes, plain) if "ngram" in names else None,
-        spans=SpanDrafter(pair.target.token_bytes, plain) if "ngram" in names else None)
+        spans=SpanDrafter(pair.target.token_bytes, plain) if "ngram" in names else None,
+        # Which tool a call names, from the request's words (the schema's tools, so part of schema drafting).
+        tools=ToolNameDrafter(pair.target.token_bytes, plain) if "schema" in names else None)
     engine = SpecEngine(pair.target_ctx, hybrid, cost_model=costs)
     engine.hybrid = hybrid
     return engine

@@ -68,6 +68,11 @@ class CandidateDrafter:
     def candidate(self, context: Sequence[int], max_len: int, *args) -> tuple[list[int], int]:
         raise NotImplementedError
 
+    def bucket(self, m: int) -> int:
+        """Which acceptance bucket a candidate's first token falls in, from its match length: 0 (a sure match)
+        or 1 (a weak one: the hybrid tracks the two apart)."""
+        return 0 if m else 1
+
     def propose(self, req: DraftRequest) -> Draft:
         extra = (req.constraint,) if self.needs_grammar else ()
         toks, m = self.candidate(req.history, req.max_len, *extra)

@@ -167,8 +167,9 @@ class GrammarConstraint:
     """The engine's Constraint over an llguidance matcher. consume() never puts the matcher in its sticky
     error state: tokens are validated first."""
 
-    def __init__(self, model, grammar: str):
+    def __init__(self, model, grammar: str, tools: list[dict] | None = None):
         self.model = model
+        self.tools = tools  # the tools a call grammar allows, for drafters that guess which one (None: not known)
         self.matcher = LLMatcher(lltokenizer(model), grammar, log_level=0)
         if self.matcher.is_error():
             raise ConfigError(f"invalid grammar: {self.matcher.get_error().splitlines()[0]}")
@@ -176,8 +177,8 @@ class GrammarConstraint:
         self._words = np.zeros((self.n_vocab + 31) // 32, dtype=np.int32)
         self._dirty = True  # _words is stale
         self.consumed = 0
-        self._tokens: list[int] = []  # consumed tokens, for the string state wrap-up needs (scanned lazily)
-        self._scanned = (0, (False, False))  # (tokens scanned, _scan state after them)
+        self._tokens: list[int] = []  # consumed tokens, for the string state (scanned lazily)
+        self._states: list[tuple[bool, bool]] = []  # _scan state after each of the first len(_states) tokens
 
     def _mask_words(self) -> np.ndarray:
         """llguidance's packed mask for the current state (computed once per state: cheap, ~0.03 ms)."""
@@ -195,18 +196,19 @@ class GrammarConstraint:
         ending the generation or closing an array or object, else a comma; all allowed tokens if none is."""
         allowed = self.allowed()
         end_string, close, comma = closing_masks(self.model)
-        for tier in ((end_string,) if self._in_string() else (close, comma)):
+        for tier in ((end_string,) if self.in_string() else (close, comma)):
             both = allowed & tier
             if both.any():
                 return both
         return allowed
 
-    def _in_string(self) -> bool:
-        """Whether the output so far ends inside a JSON string (only wrap-up asks, so drafting never pays for it)."""
-        n, state = self._scanned
-        for t in self._tokens[n:]:
+    def in_string(self) -> bool:
+        """Whether the output so far ends inside a JSON string (scanned only when asked: wrap-up, closer guesses)."""
+        states = self._states
+        state = states[-1] if states else (False, False)
+        for t in self._tokens[len(states):]:
             state = _scan(state, self.model.token_bytes(t))
-        self._scanned = (len(self._tokens), state)
+            states.append(state)
         return state[0]
 
     def is_allowed(self, token: int) -> bool:
@@ -244,8 +246,7 @@ class GrammarConstraint:
             self.consumed -= n
             self._dirty = True
             del self._tokens[-n:]
-            if self._scanned[0] > len(self._tokens):
-                self._scanned = (0, (False, False))
+            del self._states[len(self._tokens):]
 
     def forced(self) -> list[int]:
         if self.matcher.is_stopped():
@@ -263,4 +264,4 @@ class GrammarConstraint:
         self.consumed = 0
         self._dirty = True
         self._tokens = []
-        self._scanned = (0, (False, False))
+        self._states = []

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from localspec.spec.draft import CandidateDrafter
-from localspec.spec.drafters.ngram import NgramIndex
+from localspec.spec.drafters.ngram import WEAK_MATCH, NgramIndex
 
 SEPARATOR = -1  # never a real token id: matches cannot run across two stored calls
 
@@ -65,6 +65,9 @@ class HistoryDrafter(CandidateDrafter):
         self.history.add(text, tool)
         self.index.add(list(tokens) + [SEPARATOR])
         self._seen = len(self.history.calls)
+
+    def bucket(self, m: int) -> int:
+        return 0 if m >= WEAK_MATCH else 1
 
     def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
         self._refresh()

@@ -15,17 +15,28 @@ from localspec.spec.costs import CostModel
 from localspec.spec.draft import Draft, DraftRequest
 
 # Prior per-token acceptance before anything is observed, by drafter.
-_PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9}
+_PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9,
+          "close-next": 0.6, "close-end": 0.4, "tool": 0.8}
 _PRIOR_DEPTH = 0.85  # ... and for the tokens after a candidate's first one, which are usually right if it was
 _EMA = 0.15
+_DRIFT = 0.01  # per verify pass, towards the prior
 _FLOOR = 0.02  # below this probability of being reached a drafted token cannot pay for its row
 
 
-_CLOSERS = ('",', '"}', '"}}', '"', ',', '}', '}}', '"]', ']', '],', ']}', ']}}')
+# Guesses that a value ends here, longest first. Two kinds, each with its own learned rate: another key follows
+# (',' and what merges with it), or the object or call ends.
+_CLOSERS = ('"}}', ']}}', '"},', '"}', '",', '"]', ']}', '],', '}}', '"', ',', '}', ']')
+
+
+_CLOSER_HEADS = {c[:i] for c in _CLOSERS for i in range(1, len(c))}  # forced text that may merge into a closer
+
+
+def _closer_key(text: str) -> str:
+    return "close-next" if text.endswith(",") else "close-end"
 
 
 START = -1  # bucket of a candidate's first token: a guess at a choice point (which tool, which value), far less
-# sure than the tokens that continue it, so it is tracked apart (START - 1 when the match ended at a word end)
+# sure than the tokens that continue it, so it is tracked apart (START - 1 for a weak match: see CandidateDrafter.bucket)
 
 
 DEPTHS = 4  # acceptance of a candidate's later tokens is tracked by depth 1, 2, 3, 4+: once the start of a copied
@@ -36,19 +47,44 @@ def _depth(i: int) -> int:
     return min(i, DEPTHS)
 
 
+class _Candidate:
+    """A source's proposal: its tokens, whose acceptance is tracked under `key`. The first `skip` tokens are text
+    the grammar forces (tracked as "bytes"); the source's own guess starts after them (bucket `start`), and the
+    tokens that continue it are tracked by depth."""
+
+    __slots__ = ("name", "toks", "key", "rates", "start", "skip", "forced_rate")
+
+    def __init__(self, name, toks, key, rates, start, skip=0, forced_rate=1.0):
+        self.name, self.toks, self.key, self.rates, self.start = name, toks, key, rates, start
+        self.skip, self.forced_rate = skip, forced_rate
+
+    def bucket(self, i: int) -> tuple[str, int]:
+        d = i - self.skip
+        return ("bytes", START) if d < 0 else (self.key, _depth(d) if d else self.start)
+
+    def rate(self, i: int) -> float:
+        d = i - self.skip
+        return self.forced_rate if d < 0 else self.rates[_depth(d)]
+
+
 class HybridDrafter:
     name = "hybrid"
 
     def __init__(self, *, costs: CostModel, schema: bool = True, history=None, ngram=None, text=None, spans=None,
-                 model=None, model_cost_ratio: float = 0.0, max_len: int = 64, tokenize=None):
+                 tools=None, model=None, model_cost_ratio: float = 0.0, max_len: int = 64, tokenize=None):
         self.costs = costs
         self.schema = schema
         # Guesses that a JSON value ends here ('",' '"}' ',' '}' ...): once one is accepted, the grammar forces
         # the next key, so a value's end and the following structure come out of the same verify pass.
-        self.closers = sorted({tuple(tokenize(c)) for c in _CLOSERS} if (tokenize and schema) else set(),
-                              key=len, reverse=True)
+        self.closers: list[tuple[tuple[int, ...], str, bool]] = []  # (tokens, rate key, ends a string)
+        for c in _CLOSERS if (tokenize and schema) else ():
+            toks = tuple(tokenize(c))
+            if all(toks != t for t, *_ in self.closers):
+                self.closers.append((toks, _closer_key(c), c.startswith('"')))
         self.tokenize = tokenize
-        self.sources = [d for d in (history, ngram, text, spans) if d is not None]
+        self.sources = [d for d in (history, ngram, text, spans, tools) if d is not None]
+        # Sources whose candidates are whole values: once one is drafted in full, the value's end is guessed next.
+        self.whole_values = {getattr(d, "key", d.name) for d in self.sources if getattr(d, "whole_value", False)}
         self.model = model
         self.max_len = max_len
         self.rates: dict[tuple[str, int], float] = {}
@@ -62,6 +98,8 @@ class HybridDrafter:
     # -- acceptance bookkeeping --------------------------------------------------------------------------------
     @staticmethod
     def _prior(name: str, bucket: int) -> float:
+        if bucket < START:
+            return 0.5 * _PRIOR.get(name, 0.5)  # a weak match: half as sure until measured
         return _PRIOR.get(name, 0.5) if bucket < 1 or name == "model" else _PRIOR_DEPTH
 
     def rate(self, name: str, bucket: int) -> float:
@@ -74,6 +112,10 @@ class HybridDrafter:
         return [self.rate(name, start)] + [self.rate(name, d) for d in range(1, DEPTHS + 1)]
 
     def observe(self, draft: Draft, n_accepted: int) -> None:
+        # Every rate drifts back towards its prior: a source that fell below the cut is no longer drafted, so no
+        # longer observed, and would stay shut out where it has become right (a model looping on its own text).
+        for key, old in self.rates.items():
+            self.rates[key] = old + _DRIFT * (self._prior(*key) - old)
         # Only positions the verifier actually judged: accepted ones and the first rejected one.
         for i, key in enumerate(self._keys[: n_accepted + 1]):
             if key is None:
@@ -115,6 +157,7 @@ class HybridDrafter:
         tail = None  # where forced tokens that complete the grammar begin
         consumed = 0
         context = list(req.history)
+        ends_value = False  # the last candidate was a whole value (a span of the request): a closer comes next
         try:
             while len(draft) < budget:
                 room = budget - len(draft)
@@ -134,18 +177,21 @@ class HybridDrafter:
                         continue
                     if cons.done():
                         break
-                best = self._forced_bytes(cons, room, reach, thr) if cons is not None and self.schema else None
+                best = None
+                if ends_value and cons is not None and self.closers:
+                    best = self._closer(cons, room, reach, thr)
                 if best is None:
-                    best = self._best_candidate(context + draft.tokens, room, cons, reach, thr)
+                    # Forced text, unless a source agrees with it and goes further (a repeated call, a loop).
+                    fb = self._forced_bytes(cons, room, reach, thr) if cons is not None and self.schema else None
+                    best = self._best_candidate(context + draft.tokens, room, cons, reach, thr, *(fb or ()))
                 if best is None and cons is not None and self.closers and draft.origins[-1:] != ["schema"]:
                     best = self._closer(cons, room, reach, thr)
                 if best is None and self.model is not None:
                     best = self._model_candidate(req, context + draft.tokens, room, cons, reach)
                 if best is None:
                     break
-                name, toks, key, rates, start = best
                 taken = 0
-                for t in toks:
+                for t in best.toks:
                     if cons is not None:
                         # Where the grammar takes over, stop: the outer loop adds those tokens as forced, so the
                         # target needs no logits for them and they cost no acceptance probability.
@@ -154,11 +200,12 @@ class HybridDrafter:
                         if not cons.consume(t):
                             break
                         consumed += 1
-                    draft.add(t, name, q=None)
-                    self._keys.append((key, _depth(taken) if taken else start))
-                    reach *= rates[_depth(taken)]
+                    draft.add(t, best.name, q=None)
+                    self._keys.append(best.bucket(taken))
+                    reach *= best.rate(taken)
                     probs.append(reach)
                     taken += 1
+                ends_value = taken == len(best.toks) and best.key in self.whole_values
                 if not taken or reach < thr:
                     break
         finally:
@@ -210,23 +257,30 @@ class HybridDrafter:
         _, c1, c2 = coef
         return max(t1 - c1 - c2, 0.2 * t1), c1, c2
 
-    def _take(self, toks, rates, reach, thr, row_share: float = 0.0) -> tuple[int, float]:
+    @staticmethod
+    def _take(cand: _Candidate, reach, thr, row_share: float = 0.0) -> tuple[int, float]:
         """How many of a candidate's tokens are worth drafting, and its score: the expected number accepted,
         less `row_share` (a row's cost in units of a plain decoding step) for each token reached with at least
         that probability: a long tail of unlikely tokens must not outbid a short likely candidate."""
         n, value = 0, 0.0
-        for _ in toks:
-            reach *= rates[_depth(n)]
+        for i in range(len(cand.toks)):
+            reach *= cand.rate(i)
             if reach < thr:
                 break
             n += 1
             value += max(reach - row_share, 0.0)
         return n, value
 
-    def _best_candidate(self, context, room, cons, reach, thr):
-        best, best_value = None, -1.0
+    def _row_share(self) -> float:
+        """A drafted row's cost in units of a plain decoding step."""
         c0, c1, c2 = self._unit_costs()
-        share = (c1 + c2) / (c0 + c1 + c2)
+        return (c1 + c2) / (c0 + c1 + c2)
+
+    def _best_candidate(self, context, room, cons, reach, thr, best=None, best_value=-1.0):
+        """The sources' candidate with the highest score (`best`, scored `best_value`, unless one beats it).
+        Where `best` is forced text, a source's tokens that spell it are tracked as forced text, not as its guess."""
+        share = self._row_share()
+        forced = best.toks if best is not None and best.key == "bytes" else []
         for src in self.sources:
             toks, m = src.candidate(context, room, cons) if getattr(src, "needs_grammar", False) else \
                 src.candidate(context, room)
@@ -235,40 +289,67 @@ class HybridDrafter:
             if cons is not None:
                 toks = toks[: cons.matcher.validate_tokens(toks)]
             key = getattr(src, "key", src.name)  # acceptance is tracked per source, even under a shared name
-            start = START if m else START - 1
-            rates = self._rates(key, start)
-            n, value = self._take(toks, rates, reach, thr, share)
-            if n and value > best_value:
-                best, best_value = (src.name, toks[:n], key, rates, start), value
+            start = START - src.bucket(m)
+            skip = 0
+            while skip < min(len(forced), len(toks)) and toks[skip] == forced[skip]:
+                skip += 1
+            cand = _Candidate(src.name, toks, key, self._rates(key, start), start, skip,
+                              self.rate("bytes", START))
+            n, value = self._take(cand, reach, thr, share)
+            if not n:
+                continue
+            # A source that only picks between alternatives (which tool) wins on the odds of its pick alone: the
+            # others' longer candidates would be drafted after it all the same.
+            if value > best_value or (getattr(src, "picks", False) and best and cand.rate(skip) > best.rate(best.skip)):
+                cand.toks = toks[:n]
+                best, best_value = cand, value
         return best
 
     def _forced_bytes(self, cons, room, reach, thr):
         """Text the grammar forces where no token is forced, because it can be split into tokens in more than one
         way (' "' after a comma, the rest of an enum value, ': ' before a number): its usual tokenisation is a
-        near-certain guess. The last token is left out when there are several: it might merge with what follows."""
+        near-certain guess. The last token is left out when there are several: it might merge with what follows;
+        a lone '"' or ']' usually does (',"' '"]'), so how the value ends is the closers' guess. Returns
+        (candidate, score) or None."""
         if self.tokenize is None:
             return None
         data = cons.matcher.compute_ff_bytes()
         if not data:
             return None
-        toks = self.tokenize(data.decode("utf-8", "ignore"))
+        text = data.decode("utf-8", "ignore")
+        if text in _CLOSER_HEADS and (text[0] != '"' or self._in_string(cons)):  # not a value's opening quote
+            best = self._closer(cons, room, reach, thr)
+            return (best, reach * best.rate(0)) if best else None
+        toks = self.tokenize(text)
         if len(toks) > 1:
             toks = toks[:-1]
         toks = toks[: min(room, cons.matcher.validate_tokens(toks))]
         if not toks:
             return None
-        rates = self._rates("bytes", START)
-        n, _ = self._take(toks, rates, reach, thr)
-        return ("schema", toks[:n], "bytes", rates, START) if n else None
+        cand = _Candidate("schema", toks, "bytes", self._rates("bytes", START), START)
+        n, value = self._take(cand, reach, thr, self._row_share())
+        cand.toks = toks[:n]
+        return (cand, value) if n else None
+
+    @staticmethod
+    def _in_string(cons) -> bool | None:
+        return cons.in_string() if hasattr(cons, "in_string") else None
 
     def _closer(self, cons, room, reach, thr):
-        rates = self._rates("schema", START)
-        if reach * rates[0] < thr:
-            return None
-        for seq in self.closers:
+        """The likelier way to end the value here: the first valid closer of each kind, by learned rate. Inside a
+        string only a quote ends it (',' or '}}' there would be string content)."""
+        best = None
+        quote = self._in_string(cons)
+        for seq, key, quoted in self.closers:
+            if (best is not None and best.key == key) or (quote is not None and quoted != quote):
+                continue
             if len(seq) <= room and cons.matcher.validate_tokens(list(seq)) == len(seq):
-                return "schema", list(seq), "schema", rates, START
-        return None
+                rates = self._rates(key, START)
+                if best is None or rates[0] > best.rates[0]:
+                    best = _Candidate("schema", list(seq), key, rates, START)
+        if best is None or reach * best.rates[0] < thr:
+            return None
+        return best
 
     def _model_candidate(self, req, context, room, cons, reach):
         rates = self._rates("model", START)
@@ -282,7 +363,9 @@ class HybridDrafter:
         if len(d):
             per = (time.perf_counter() - t0) / len(d)
             self.model_token_s = per if not self.model_token_s else 0.8 * self.model_token_s + 0.2 * per
-        n, _ = self._take(d.tokens, rates, reach, thr)
+        cand = _Candidate("model", d.tokens, "model", rates, START)
+        n, _ = self._take(cand, reach, thr)
         if n == 0:
             return None
-        return "model", d.tokens[:n], "model", rates, START
+        cand.toks = d.tokens[:n]
+        return cand

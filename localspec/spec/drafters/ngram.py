@@ -55,6 +55,9 @@ class NgramIndex:
         return toks[best_end + 1:min(best_end + 1 + max_len, limit)], best_len
 
 
+WEAK_MATCH = 4  # tokens: shorter matches (a key's '": ' and little more) are guesses of their own kind
+
+
 class NgramDrafter(CandidateDrafter):
     name = "ngram"
 
@@ -62,6 +65,9 @@ class NgramDrafter(CandidateDrafter):
         self.max_len = max_len
         self.min_match = min_match
         self.index = NgramIndex(1)
+
+    def bucket(self, m: int) -> int:
+        return 0 if m >= WEAK_MATCH else 1
 
     def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
         self.index.sync(context)

@@ -29,6 +29,20 @@ _USER_TURN = re.compile(rb"(?:\x00|>)user\b[^\n]*\n")
 _TURN_END = re.compile(rb"\x00|<\|im_end\|>|<end_of_turn>|<\|eot_id\|>")
 
 
+def last_request(text: bytes) -> tuple[str, str]:
+    """(the user's last message, the turn being generated) in a context's text (TextIndex). Turn markers are control
+    tokens (\\x00 here) or, when a template writes them as text, end in '>' (<|im_start|>user, <start_of_turn>user)."""
+    starts = list(_USER_TURN.finditer(text))
+    if not starts:
+        return "", ""
+    body = text[starts[-1].end():]
+    end = _TURN_END.search(body)
+    msg = body[:end.start()] if end else body
+    msg = msg.rsplit(b"</tool_response>", 1)[-1]  # after a tool's output, the request is what follows it
+    turn = body[end.end():] if end else b""
+    return msg.decode("utf-8", "replace"), turn.decode("utf-8", "replace")
+
+
 def request_spans(message: str) -> list[str]:
     """Candidate values in the order they appear in the message (more specific kinds win on overlap)."""
     taken: list[tuple[int, int]] = []
@@ -46,6 +60,7 @@ def request_spans(message: str) -> list[str]:
 class SpanDrafter(CandidateDrafter):
     name = "ngram"  # prompt lookup, as far as users and stats are concerned
     key = "span"  # its acceptance is tracked apart
+    whole_value = True  # a candidate is a whole value: the hybrid guesses how it ends next
     needs_grammar = True
 
     def __init__(self, token_bytes: Callable[..., bytes], tokenize: Callable[[str], list[int]], *,
@@ -55,20 +70,6 @@ class SpanDrafter(CandidateDrafter):
 
         self.index = TextIndex(context_piece(token_bytes))
         self._cache: tuple[int, list[str]] = (-1, [])
-
-    @staticmethod
-    def _request(text: bytes) -> tuple[str, str]:
-        """(the user's last message, the turn being generated). Turn markers are control tokens (\\x00 here) or,
-        when a template writes them as text, end in '>' (<|im_start|>user, <start_of_turn>user)."""
-        starts = list(_USER_TURN.finditer(text))
-        if not starts:
-            return "", ""
-        body = text[starts[-1].end():]
-        end = _TURN_END.search(body)
-        msg = body[:end.start()] if end else body
-        msg = msg.rsplit(b"</tool_response>", 1)[-1]  # after a tool's output, the request is what follows it
-        turn = body[end.end():] if end else b""
-        return msg.decode("utf-8", "replace"), turn.decode("utf-8", "replace")
 
     def candidate(self, context: Sequence[int], max_len: int, cons=None) -> tuple[list[int], int]:
         self.index.sync(context)
@@ -82,7 +83,7 @@ class SpanDrafter(CandidateDrafter):
             lead_s, lead_n = ' "', " "
         else:
             return [], 0
-        message, turn = self._request(text)
+        message, turn = last_request(text)
         if not message:
             return [], 0
         spans = [s for s in request_spans(message) if s not in turn]  # skip what this call used already
@@ -93,7 +94,7 @@ class SpanDrafter(CandidateDrafter):
             if lead is None:
                 continue
             # Lead and value apart: models write the quote as its own token, not merged into the value. No
-            # closing quote: it comes merged with what follows ('",' '"}'), which the closers guess.
+            # closing quote: it comes merged with what follows ('",' '"}'), which the hybrid's closers guess.
             toks = ((self._tokenize(lead) if lead else []) + self._tokenize(span))[: min(max_len, self.max_len)]
             if cons is None or cons.matcher.validate_tokens(toks) == len(toks):
                 return toks, 1

@@ -16,6 +16,7 @@ CONTROL = b"\x00"  # stands for a control token (turn markers): no match runs ac
 # Where a copied value plausibly ends: a quote, a line end, a control token, or sentence punctuation before a space.
 _VALUE_END = re.compile(rb'["\n\x00`]|[.,;:!?)](?:[\s\x00]|$)')
 _WORD = re.compile(rb"\s*\S+")
+_ALNUM = re.compile(rb"[A-Za-z0-9\x80-\xff]")
 
 
 def context_piece(token_bytes: Callable[..., bytes]) -> Callable[[int], bytes]:
@@ -92,9 +93,9 @@ class TextLookupDrafter(CandidateDrafter):
     def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
         self.index.sync(context)
         pos, length = self.match()
-        if pos < 0:
-            return [], 0
         text = self.index.text
+        if pos < 0 or not _ALNUM.search(text, pos, pos + length):
+            return [], 0  # punctuation alone ('": ' after any key) says nothing about what follows
         start = pos + length
         follow = bytes(text[start:start + self.max_bytes])
         end = _VALUE_END.search(follow)
