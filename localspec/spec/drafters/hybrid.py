@@ -36,7 +36,7 @@ def _closer_key(text: str) -> str:
 
 
 START = -1  # bucket of a candidate's first token: a guess at a choice point (which tool, which value), far less
-# sure than the tokens that continue it, so it is tracked apart (START - 1 for a weak match: see CandidateDrafter.bucket)
+# sure than the tokens that continue it, so it is tracked apart (START - 1: a weak match, see CandidateDrafter.bucket)
 
 
 DEPTHS = 4  # acceptance of a candidate's later tokens is tracked by depth 1, 2, 3, 4+: once the start of a copied
@@ -309,7 +309,7 @@ class HybridDrafter:
         """Text the grammar forces where no token is forced, because it can be split into tokens in more than one
         way (' "' after a comma, the rest of an enum value, ': ' before a number): its usual tokenisation is a
         near-certain guess. The last token is left out when there are several: it might merge with what follows;
-        a lone '"' or ']' usually does (',"' '"]'), so how the value ends is the closers' guess. Returns
+        a lone '"' or ']' usually does ('",' '"]'), so how the value ends is the closers' guess. Returns
         (candidate, score) or None."""
         if self.tokenize is None:
             return None

@@ -23,7 +23,7 @@ _STEM = 4  # words sharing their first 4 letters count as the same word (search 
 
 def words(text: str) -> set[str]:
     """Lower-case words of a name or a sentence, split at underscores and camelCase, short and common ones out."""
-    return {w.lower()[:_STEM + 4] for w in _WORDS.findall(text) if len(w) > 2 and w.lower() not in _STOP}
+    return {w.lower() for w in _WORDS.findall(text) if len(w) > 2 and w.lower() not in _STOP}
 
 
 def _hits(tool_words: set[str], request: set[str]) -> int:
