@@ -158,7 +158,7 @@ def run_plan(engine, model, plan: Plan, cancel: threading.Event, emit: Emit) -> 
         if len(plan.prompt) + len(before) + 2 >= engine.target.n_ctx:  # no room left for a call
             return done("length", watch.content, [])
         params = replace(plan.params, max_tokens=max(plan.params.max_tokens - len(before), 1), stop=())
-        call = GrammarConstraint(model, plan.call_grammar, list(plan.tools))
+        call = GrammarConstraint(model, plan.call_grammar, list(plan.tools) or None)
         text, stats = _run(engine, plan.prompt + before, params, call, cancel, lambda _: False)
         total.merge(stats)
         return _calls_or_text(text, stats, plan, emit, done, content=watch.content.strip() or None)

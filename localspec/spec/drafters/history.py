@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from localspec.spec.draft import CandidateDrafter
-from localspec.spec.drafters.ngram import WEAK_MATCH, NgramIndex
+from localspec.spec.drafters.ngram import NgramIndex, match_bucket
 
 SEPARATOR = -1  # never a real token id: matches cannot run across two stored calls
 
@@ -44,6 +44,7 @@ class CallHistory:
 
 class HistoryDrafter(CandidateDrafter):
     name = "history"
+    bucket = staticmethod(match_bucket)
 
     def __init__(self, tokenize, history: CallHistory | None = None, *, max_len: int = 32):
         self._tokenize = tokenize  # text -> tokens, the target's tokenizer without special tokens
@@ -65,9 +66,6 @@ class HistoryDrafter(CandidateDrafter):
         self.history.add(text, tool)
         self.index.add(list(tokens) + [SEPARATOR])
         self._seen = len(self.history.calls)
-
-    def bucket(self, m: int) -> int:
-        return 0 if m >= WEAK_MATCH else 1
 
     def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
         self._refresh()

@@ -58,16 +58,19 @@ class NgramIndex:
 WEAK_MATCH = 4  # tokens: shorter matches (a key's '": ' and little more) are guesses of their own kind
 
 
+def match_bucket(m: int) -> int:
+    """CandidateDrafter.bucket for drafters that match tokens: weak below WEAK_MATCH tokens."""
+    return 0 if m >= WEAK_MATCH else 1
+
+
 class NgramDrafter(CandidateDrafter):
     name = "ngram"
+    bucket = staticmethod(match_bucket)
 
     def __init__(self, max_len: int = 16, min_match: int = 1):
         self.max_len = max_len
         self.min_match = min_match
         self.index = NgramIndex(1)
-
-    def bucket(self, m: int) -> int:
-        return 0 if m >= WEAK_MATCH else 1
 
     def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
         self.index.sync(context)

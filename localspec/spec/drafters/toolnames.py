@@ -15,6 +15,7 @@ from localspec.spec.drafters.spans import last_request
 from localspec.spec.drafters.textlookup import TextIndex, context_piece
 
 _NAME_START = (b'"name": "', b'"name":"')
+_TAIL_TOKENS = 8  # enough tokens to spell _NAME_START in any tokenisation
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _STOP = frozenset("the a an and or of for in on at to from with by me my i you your is are be it this that what "
                   "whats please can could would will how which who when where do does get set use using".split())
@@ -55,17 +56,18 @@ class ToolNameDrafter(CandidateDrafter):
 
     def __init__(self, token_bytes: Callable[..., bytes], tokenize: Callable[[str], list[int]]):
         self._tokenize = tokenize
-        self.index = TextIndex(context_piece(token_bytes))
+        self._piece = context_piece(token_bytes)
+        self.index = TextIndex(self._piece)
         self._cache: tuple[object, str, str | None] = (None, "", None)
 
     def candidate(self, context: Sequence[int], max_len: int, cons=None) -> tuple[list[int], int]:
         tools = getattr(cons, "tools", None)
         if not tools:
             return [], 0
-        self.index.sync(context)
-        text = bytes(self.index.text[-16:])
-        if not text.endswith(_NAME_START):
+        # The tail from the last few tokens alone: the whole context's text is only needed where a name starts.
+        if not b"".join(map(self._piece, context[-_TAIL_TOKENS:])).endswith(_NAME_START):
             return [], 0
+        self.index.sync(context)
         message, _ = last_request(bytes(self.index.text))
         if self._cache[:2] != (tools, message):
             self._cache = (tools, message, rank_tools(tools, message))
@@ -78,4 +80,4 @@ class ToolNameDrafter(CandidateDrafter):
         return toks, 1
 
     def reset(self) -> None:
-        self.index = TextIndex(self.index._piece)
+        self.index = TextIndex(self._piece)
