@@ -124,3 +124,25 @@ def test_weak_matches_and_learned_rates_drift_back():
     for _ in range(100):
         hybrid.observe(Draft(), 0)  # ... and not drafted since
     assert 0.3 < hybrid.rate("ngram", START) < hybrid._prior("ngram", START)
+
+
+def test_a_likelier_guess_at_a_value_beats_a_longer_copy(smollm2):
+    """At a value's start the request's path (the likelier source here) is drafted, although prompt lookup's copy
+    of an earlier call runs on for many more tokens: different guesses are compared over the same length."""
+    m = Model(smollm2)
+    tok = lambda s: m.tokenize(s, add_special=False)  # noqa: E731
+    plain = lambda s: m.tokenize(s, add_special=False, parse_special=False)  # noqa: E731
+    earlier = '{"name": "read_file", "arguments": {"path": "tests/test_app.py", "start_line": 1, "end_line": 100}}'
+    tools = [_tool("read_file", "Read a text file.", {"path": {"type": "string"}, "start_line": {"type": "integer"},
+                                                      "end_line": {"type": "integer"}}, ["path"])]
+    prompt = chat_prompt_tokens(m, [{"role": "system", "content": "Earlier call: " + earlier},
+                                    {"role": "user", "content": "Now show me src/cli.py."}], tools)
+    cons = GrammarConstraint(m, tool_call_grammar(tools), tools)
+    call = tok('{"name": "read_file", "arguments": {"path": "')
+    assert cons.consume_valid_prefix(call) == len(call)
+    hybrid = HybridDrafter(costs=CostModel(), ngram=NgramDrafter(), spans=SpanDrafter(m.token_bytes, plain),
+                           tokenize=tok)
+    hybrid.rates.update({("span", START): 0.6, ("ngram", START): 0.58})  # about as sure: length decided
+    draft = hybrid.propose(DraftRequest(prompt + call, 32, SamplingParams(), cons))
+    assert m.detokenize(draft.tokens).startswith("src/cli.py")
+    assert hybrid._keys[0] == ("span", START)

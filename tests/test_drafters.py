@@ -38,6 +38,14 @@ def test_ngram_longest_then_most_recent_match():
     assert idx.tokens == [4, 4]
 
 
+def test_ngram_runs_on_through_a_run_of_one_token():
+    """'1000000': the copy of a run goes on as far as asked, not one token per pass; longer periods do not."""
+    d = NgramDrafter(max_len=16)
+    assert d.candidate([7, 1, 0, 0, 0, 0], 6) == ([0] * 6, 3)
+    assert d.candidate([7, 1, 0], 6) == ([], 0)  # a single token is no run yet
+    assert d.candidate([1, 2, 3, 1, 2, 3], 6)[0] == [1, 2, 3]  # a list looping on items: the plain copy
+
+
 def test_ngram_drafter_copies_from_context():
     d = NgramDrafter(max_len=5)
     ctx = [10, 11, 12, 13, 14, 15, 16, 20, 10, 11]

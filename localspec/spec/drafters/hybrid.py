@@ -258,12 +258,12 @@ class HybridDrafter:
         return max(t1 - c1 - c2, 0.2 * t1), c1, c2
 
     @staticmethod
-    def _take(cand: _Candidate, reach, thr, row_share: float = 0.0) -> tuple[int, float]:
+    def _take(cand: _Candidate, reach, thr, row_share: float = 0.0, limit: int | None = None) -> tuple[int, float]:
         """How many of a candidate's tokens are worth drafting, and its score: the expected number accepted,
         less `row_share` (a row's cost in units of a plain decoding step) for each token reached with at least
         that probability: a long tail of unlikely tokens must not outbid a short likely candidate."""
         n, value = 0, 0.0
-        for i in range(len(cand.toks)):
+        for i in range(len(cand.toks) if limit is None else min(limit, len(cand.toks))):
             reach *= cand.rate(i)
             if reach < thr:
                 break
@@ -298,12 +298,27 @@ class HybridDrafter:
             n, value = self._take(cand, reach, thr, share)
             if not n:
                 continue
-            # A source that only picks between alternatives (which tool) wins on the odds of its pick alone: the
-            # others' longer candidates would be drafted after it all the same.
-            if value > best_value or (getattr(src, "picks", False) and best and cand.rate(skip) > best.rate(best.skip)):
-                cand.toks = toks[:n]
+            cand.toks = toks[:n]
+            if best is not None and self._rivals(best, cand):
+                # Different guesses are compared over the same number of tokens: what follows the shorter one is
+                # drafted after it all the same (the rest of a value, the structure after it), so a candidate that
+                # runs on into the next key or call must not outbid a likelier guess at this value by its length.
+                h = min(n, len(best.toks))
+                wins = self._take(cand, reach, thr, share, h)[1] > self._take(best, reach, thr, share, h)[1]
+                # A source that only picks between alternatives (which tool) wins on the odds of its pick alone.
+                if getattr(src, "picks", False):
+                    wins = wins or cand.rate(skip) > best.rate(best.skip)
+            else:
+                wins = value > best_value
+            if wins:
                 best, best_value = cand, value
         return best
+
+    @staticmethod
+    def _rivals(a: _Candidate, b: _Candidate) -> bool:
+        """Whether two candidates are different guesses (neither begins with the other's tokens)."""
+        h = min(len(a.toks), len(b.toks))
+        return a.toks[:h] != b.toks[:h]
 
     def _forced_bytes(self, cons, room, reach, thr):
         """Text the grammar forces where no token is forced, because it can be split into tokens in more than one

@@ -52,7 +52,12 @@ class NgramIndex:
                 best_end, best_len = end, m
         if best_end < 0:
             return [], 0
-        return toks[best_end + 1:min(best_end + 1 + max_len, limit)], best_len
+        out = toks[best_end + 1:min(best_end + 1 + max_len, limit)]
+        if exclude_from is not None and len(tail) == limit and best_end == limit - 2 and best_len > 1:
+            # A run of one token ('0000'): the copy runs on as long as the run might (lists looping on a few
+            # items are left to the plain copy: they break off too soon for a long guess to pay).
+            out = out * max_len
+        return out, best_len
 
 
 WEAK_MATCH = 4  # tokens: shorter matches (a key's '": ' and little more) are guesses of their own kind
