@@ -38,6 +38,19 @@ def test_ngram_longest_then_most_recent_match():
     assert idx.tokens == [4, 4]
 
 
+@pytest.mark.parametrize("key_n", [1, 2])
+def test_ngram_index_follows_rollbacks_like_a_fresh_one(key_n):
+    """A rejected draft is dropped from the index (not rebuilt from scratch): same positions as a fresh index."""
+    idx = NgramIndex(key_n)
+    base = [5, 1, 2, 3, 1, 2] * 30
+    for tail in ([9, 9, 1, 2], [1, 2, 3], [], [7], [3, 1, 2, 8, 8]):
+        idx.sync(base + [4, 4, 4, 1, 2])  # a draft on top of the context ...
+        idx.sync(base + tail)  # ... mostly rejected: the next context differs from it
+        fresh = NgramIndex(key_n)
+        fresh.sync(base + tail)
+        assert idx.tokens == fresh.tokens and idx.pos == fresh.pos
+
+
 def test_ngram_runs_on_through_a_run_of_one_token():
     """'1000000': the copy of a run goes on as far as asked, not one token per pass; longer periods do not."""
     d = NgramDrafter(max_len=16)

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Sequence
 
 from localspec.spec.draft import CandidateDrafter
+from localspec.spec.drafters.prefix import common_prefix
 
 
 class NgramIndex:
-    """Positions of every n-gram (n = key_n) in a token sequence, updated incrementally as it grows."""
+    """Positions of every n-gram (n = key_n) in a token sequence, updated incrementally as it grows or loses its
+    last tokens (a rejected draft)."""
 
     def __init__(self, key_n: int = 1):
         self.key_n = key_n
@@ -17,11 +19,16 @@ class NgramIndex:
         self.pos: dict[tuple, list[int]] = {}
 
     def sync(self, tokens: Sequence[int]) -> None:
-        n = len(self.tokens)
-        if n > len(self.tokens) or n > len(tokens) or self.tokens != list(tokens[:n]):
-            self.tokens, self.pos, n = [], {}, 0  # the sequence was rewritten (another conversation): rebuild
-        k = self.key_n
         own = self.tokens
+        n = common_prefix(own, tokens)
+        k = self.key_n
+        for i in range(len(own) - 1, max(n, k - 1) - 1, -1):  # drop what differs (rejected drafts), newest first
+            key = tuple(own[i - k + 1:i + 1])
+            ends = self.pos[key]
+            ends.pop()
+            if not ends:
+                del self.pos[key]
+        del own[n:]
         for i in range(n, len(tokens)):
             own.append(tokens[i])
             if i >= k - 1:

@@ -11,6 +11,7 @@ import re
 from typing import Callable, Sequence
 
 from localspec.spec.draft import CandidateDrafter
+from localspec.spec.drafters.prefix import common_prefix
 
 CONTROL = b"\x00"  # stands for a control token (turn markers): no match runs across one
 # Where a copied value plausibly ends: a quote, a line end, a control token, or sentence punctuation before a space.
@@ -22,9 +23,14 @@ _ALNUM = re.compile(rb"[A-Za-z0-9\x80-\xff]")
 def context_piece(token_bytes: Callable[..., bytes]) -> Callable[[int], bytes]:
     """A token's text for matching, with control tokens (turn markers) as CONTROL."""
 
+    cache: dict[int, bytes] = {}  # a call into llama.cpp per token otherwise, for every token of every draft
+
     def piece(t: int) -> bytes:
-        text = token_bytes(t, special=False)
-        return text if text or not token_bytes(t) else CONTROL
+        text = cache.get(t)
+        if text is None:
+            text = token_bytes(t, special=False)
+            text = cache[t] = text if text or not token_bytes(t) else CONTROL
+        return text
 
     return piece
 
@@ -40,9 +46,7 @@ class TextIndex:
 
     def sync(self, tokens: Sequence[int]) -> None:
         own = self.tokens
-        n = min(len(own), len(tokens))
-        if own[:n] != list(tokens[:n]):
-            n = next(i for i, (a, b) in enumerate(zip(own, tokens)) if a != b)
+        n = common_prefix(own, tokens)
         if n < len(own):
             del own[n:], self.ends[n:]
             del self.text[self.ends[-1] if self.ends else 0:]
