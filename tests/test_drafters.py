@@ -12,6 +12,7 @@ from localspec.spec.builder import build_engine
 from localspec.spec.draft import DraftRequest
 from localspec.spec.drafters.history import CallHistory, HistoryDrafter
 from localspec.spec.drafters.ngram import NgramDrafter, NgramIndex
+from localspec.spec.drafters.prefix import common_prefix
 from localspec.spec.engine import GenParams
 from localspec.spec.grammar import GrammarConstraint, tool_call_grammar
 from localspec.spec.sampling import SamplingParams
@@ -49,6 +50,15 @@ def test_ngram_index_follows_rollbacks_like_a_fresh_one(key_n):
         fresh = NgramIndex(key_n)
         fresh.sync(base + tail)
         assert idx.tokens == fresh.tokens and idx.pos == fresh.pos
+
+
+def test_common_prefix_finds_a_new_case_after_the_same_system_prompt():
+    system = list(range(100, 140))
+    old = system + [1, 2, 3] * 100  # the last case's conversation
+    new = system + [7, 8, 9] * 100  # the next case: same system prompt, all else differs
+    assert common_prefix(old, new) == len(system)
+    assert common_prefix(old, old[:-20] + [5] * 30) == len(old) - 20  # a rejected draft: where it began
+    assert common_prefix(old, old + [4]) == len(old)
 
 
 def test_ngram_runs_on_through_a_run_of_one_token():

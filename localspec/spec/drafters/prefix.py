@@ -4,20 +4,27 @@ from __future__ import annotations
 
 from typing import Sequence
 
-_HEAD = 16  # another conversation altogether shows in its first tokens (system prompt, tools)
+_HEAD = 16  # another conversation altogether mostly shows in its first tokens (but not always: a shared system prompt)
 _TAIL = 128  # between two calls the context only grows, or loses its last draft (at most 64 tokens)
+_SURE = 8  # equal tokens at the start of the tail window: the difference is a lost draft, not a new conversation
 
 
 def common_prefix(own: Sequence[int], tokens: Sequence[int]) -> int:
-    """How many leading tokens an index (`own`) shares with the context. Only the head and the last _TAIL tokens
-    of the overlap are compared: a wrong answer could only cost draft quality, never output (drafts are
-    verified), while a full comparison costs O(context) on every candidate."""
+    """How many leading tokens an index (`own`) shares with the context. Usually only the head and the last _TAIL
+    tokens of the overlap are compared: a full comparison costs O(context) on every candidate. Where the tail
+    differs from its start (another case after the same system prompt), everything is compared. A wrong answer
+    could only cost draft quality, never output (drafts are verified)."""
     n = min(len(own), len(tokens))
     head = min(_HEAD, n)
     for i in range(head):
         if own[i] != tokens[i]:
             return i
-    for i in range(max(n - _TAIL, head), n):
+    lo = max(n - _TAIL, head)
+    for i in range(lo, n):
         if own[i] != tokens[i]:
+            if i - lo < _SURE and lo > head:
+                break
             return i
-    return n
+    else:
+        return n
+    return next((i for i in range(head, n) if own[i] != tokens[i]), n)
