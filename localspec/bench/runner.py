@@ -12,6 +12,7 @@ from localspec.chat.prompt import chat_prompt_tokens, tool_format
 from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
 from localspec.spec.builder import build_engine
+from localspec.spec.costs import CostModel
 from localspec.spec.drafters.history import CallHistory
 from localspec.spec.engine import GenParams
 from localspec.spec.grammar import WRAP_UP, GrammarConstraint, tool_call_grammar
@@ -59,9 +60,10 @@ class ConfigRun:
     """One config's engine over a suite, run a case at a time so that configs can take turns (see run_bench)."""
 
     def __init__(self, pair: LoadedPair, drafters, *, max_tokens: int = 384, draft_max: int = 64,
-                 warm_up: Case | None = None):
+                 warm_up: Case | None = None, costs: CostModel | None = None):
         self.pair = pair
-        self.engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory())
+        self.engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory(),
+                                   costs=costs)
         self.fmt = tool_format(pair.target)
         self.params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0),
                                 draft_max=draft_max, wrap_up=min(WRAP_UP, max_tokens // 4))
@@ -165,6 +167,9 @@ def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_to
     # Each config that drafts with the model gets a draft cache of its own, kept across its cases as when it
     # runs alone (the draft model's catch-up prefill is part of drafting time, so sharing one would skew it).
     extra: list[Context] = []
+    # One cost model for all: configs that draft alike then cut their drafts alike, instead of each following
+    # the noise of its own timings.
+    costs = CostModel()
     runs = {}
     for name in order:
         view = pair
@@ -172,7 +177,7 @@ def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_to
             if any("model" in CONFIGS[n] for n in runs):
                 extra.append(Context(pair.draft, pair.draft_ctx.settings))
                 view = replace(pair, draft_ctx=extra[-1])
-        runs[name] = ConfigRun(view, CONFIGS[name], max_tokens=max_tokens, warm_up=cases[0])
+        runs[name] = ConfigRun(view, CONFIGS[name], max_tokens=max_tokens, warm_up=cases[0], costs=costs)
     pair.target_ctx.clear()
     raw: dict[str, list[CaseResult]] = {name: [] for name in order}
     try:

@@ -20,9 +20,11 @@ DRAFTERS = ("model", "schema", "history", "ngram")
 
 def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: int = 8,
                  draft_p_min: float = 0.75, drafters: Iterable[str] | None = None,
-                 history: CallHistory | None = None, max_draft: int = 64) -> SpecEngine:
+                 history: CallHistory | None = None, max_draft: int = 64,
+                 costs: CostModel | None = None) -> SpecEngine:
     """`drafters=None` means the draft model alone (issue-2 behaviour); otherwise any of DRAFTERS, combined by the
-    hybrid policy. The draft model is used only if the pair has one and `use_draft_model` is set."""
+    hybrid policy. The draft model is used only if the pair has one and `use_draft_model` is set. Engines on the
+    same target context may share `costs` (what a pass costs is the machine's, not a config's)."""
     names = set(drafters) if drafters is not None else {"model"}
     unknown = names - set(DRAFTERS)
     if unknown:
@@ -32,9 +34,9 @@ def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: i
     model = None
     if "model" in names and use_draft_model and pair.draft_ctx is not None:
         model = ModelDrafter(pair.draft_ctx, max_len=draft_max, p_min=draft_p_min)
+    costs = costs or CostModel()
     if names <= {"model"}:
-        return SpecEngine(pair.target_ctx, model)
-    costs = CostModel()
+        return SpecEngine(pair.target_ctx, model, cost_model=costs)
     tokenize = lambda text: pair.target.tokenize(text, add_special=False)  # noqa: E731
     plain = lambda text: pair.target.tokenize(text, add_special=False, parse_special=False)  # noqa: E731
     hybrid = HybridDrafter(
