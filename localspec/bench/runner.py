@@ -167,8 +167,9 @@ def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_to
     # Each config that drafts with the model gets a draft cache of its own, kept across its cases as when it
     # runs alone (the draft model's catch-up prefill is part of drafting time, so sharing one would skew it).
     extra: list[Context] = []
-    # One cost model for all: configs that draft alike then cut their drafts alike, instead of each following
-    # the noise of its own timings.
+    # One cost model for the configs that cut drafts by it (the hybrid's): configs that draft alike then cut
+    # alike, instead of each following the noise of its own timings. Not for baseline: its single steps would
+    # crowd the batches out of the model's window.
     costs = CostModel()
     runs = {}
     for name in order:
@@ -177,7 +178,8 @@ def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_to
             if any("model" in CONFIGS[n] for n in runs):
                 extra.append(Context(pair.draft, pair.draft_ctx.settings))
                 view = replace(pair, draft_ctx=extra[-1])
-        runs[name] = ConfigRun(view, CONFIGS[name], max_tokens=max_tokens, warm_up=cases[0], costs=costs)
+        runs[name] = ConfigRun(view, CONFIGS[name], max_tokens=max_tokens, warm_up=cases[0],
+                               costs=costs if set(CONFIGS[name]) - {"model"} else None)
     pair.target_ctx.clear()
     raw: dict[str, list[CaseResult]] = {name: [] for name in order}
     try:
