@@ -34,4 +34,5 @@ b smollm2-multiturn "$M" --target "$SMOL" --configs baseline,toolspec
 b gemma-f16-multiturn "$M" --target "$C/gemma-3-270m-f16.gguf" --configs baseline,toolspec $(lim 16)
 b smollm2-f16-multiturn "$M" --target "$C/smollm2-135m-instruct-f16.gguf" --configs baseline,toolspec $(lim 16)
 b gemma-f16-bfcl "$S" --target "$C/gemma-3-270m-f16.gguf" --configs baseline,toolspec $(lim 20)
+b smollm2-f16-bfcl "$S" --target "$C/smollm2-135m-instruct-f16.gguf" --configs baseline,toolspec $(lim 40)
 b gemma-pair-multiturn "$M" --target "$G" --draft "$C/gemma-3-270m-q2_k.gguf" --configs baseline,model,toolspec,all $(lim 8)
