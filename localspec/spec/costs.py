@@ -19,9 +19,11 @@ class CostModel:
         self._obs: deque[tuple[int, int, float]] = deque(maxlen=window)
         self._coef: np.ndarray | None = None
         self._dirty = 0
+        self._single: float | None = None  # single_token_s, until the next observation
 
     def observe(self, n_tokens: int, n_rows: int, seconds: float) -> None:
         self._obs.append((n_tokens, n_rows, seconds))
+        self._single = None
         self._dirty += 1
         if self._coef is None or self._dirty >= 8:
             self._fit()
@@ -30,6 +32,7 @@ class CostModel:
         """Least squares over the median time of each (tokens, rows) shape, weighted by how often it was seen:
         a few passes stalled by other processes (seconds instead of milliseconds) must not skew the fit."""
         self._dirty = 0
+        self._single = None  # without single steps observed, it comes from the fit
         groups: dict[tuple[int, int], list[float]] = {}
         for n, r, s in self._obs:
             groups.setdefault((n, r), []).append(s)
@@ -51,9 +54,12 @@ class CostModel:
         return None if self._coef is None else tuple(float(c) for c in self._coef)
 
     def single_token_s(self) -> float:
-        """One plain decoding step (1 token, 1 logit row): measured directly, since a line fit is loose at n=1."""
-        ones = sorted(s for n, r, s in self._obs if n == 1 and r == 1)
-        return ones[len(ones) // 2] if ones else self.cost(1, 1)
+        """One plain decoding step (1 token, 1 logit row): measured directly, since a line fit is loose at n=1.
+        Kept until the next observation: the drafter asks several times per proposal."""
+        if self._single is None:
+            ones = sorted(s for n, r, s in self._obs if n == 1 and r == 1)
+            self._single = ones[len(ones) // 2] if ones else self.cost(1, 1)
+        return self._single
 
     def cost(self, n_tokens: int, n_rows: int | None = None) -> float:
         """Seconds for one decode of `n_tokens` asking logits for `n_rows` of them (default: all)."""

@@ -47,6 +47,17 @@ def _depth(i: int) -> int:
     return min(i, DEPTHS)
 
 
+def _shared(a: list[int], b: list[int]) -> int:
+    """How many leading tokens two token lists have in common (two candidates that disagree within it are rival
+    guesses; a source's tokens that spell forced text are that text)."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class _Candidate:
     """A source's proposal: its tokens, whose acceptance is tracked under `key`. The first `skip` tokens are text
     the grammar forces (tracked as "bytes"); the source's own guess starts after them (bucket `start`), and the
@@ -290,16 +301,14 @@ class HybridDrafter:
                 toks = toks[: cons.matcher.validate_tokens(toks)]
             key = getattr(src, "key", src.name)  # acceptance is tracked per source, even under a shared name
             start = START - src.bucket(m)
-            skip = 0
-            while skip < min(len(forced), len(toks)) and toks[skip] == forced[skip]:
-                skip += 1
+            skip = _shared(toks, forced)
             cand = _Candidate(src.name, toks, key, self._rates(key, start), start, skip,
                               self.rate("bytes", START))
             n, value = self._take(cand, reach, thr, share)
             if not n:
                 continue
             cand.toks = toks[:n]
-            if best is not None and self._rivals(best, cand):
+            if best is not None and _shared(best.toks, cand.toks) < min(n, len(best.toks)):
                 # Different guesses are compared over the same number of tokens: what follows the shorter one is
                 # drafted after it all the same (the rest of a value, the structure after it), so a candidate that
                 # runs on into the next key or call must not outbid a likelier guess at this value by its length.
@@ -313,12 +322,6 @@ class HybridDrafter:
             if wins:
                 best, best_value = cand, value
         return best
-
-    @staticmethod
-    def _rivals(a: _Candidate, b: _Candidate) -> bool:
-        """Whether two candidates are different guesses (neither begins with the other's tokens)."""
-        h = min(len(a.toks), len(b.toks))
-        return a.toks[:h] != b.toks[:h]
 
     def _forced_bytes(self, cons, room, reach, thr):
         """Text the grammar forces where no token is forced, because it can be split into tokens in more than one

@@ -13,7 +13,7 @@ import re
 from typing import Callable, Sequence
 
 from localspec.spec.draft import CandidateDrafter
-from localspec.spec.drafters.textlookup import TextIndex, context_piece
+from localspec.spec.drafters.textlookup import TextIndex, context_piece, tail_text
 
 # Kinds of span, most specific first; each regex's group 1 is the value.
 _SPANS = (
@@ -68,13 +68,11 @@ class SpanDrafter(CandidateDrafter):
         self._tokenize = tokenize
         self.max_len = max_len
 
-        self.index = TextIndex(context_piece(token_bytes))
-        self._cache: tuple[int, list[str]] = (-1, [])
+        self._piece = context_piece(token_bytes)
+        self.index = TextIndex(self._piece)
 
     def candidate(self, context: Sequence[int], max_len: int, cons=None) -> tuple[list[int], int]:
-        self.index.sync(context)
-        text = bytes(self.index.text)
-        tail = text[-4:]
+        tail = tail_text(self._piece, context)  # the whole context's text is only needed where a value starts
         if tail.endswith(b'": "'):
             lead_s, lead_n = "", None
         elif tail.endswith(b'": '):
@@ -83,7 +81,8 @@ class SpanDrafter(CandidateDrafter):
             lead_s, lead_n = ' "', " "
         else:
             return [], 0
-        message, turn = last_request(text)
+        self.index.sync(context)
+        message, turn = last_request(bytes(self.index.text))
         if not message:
             return [], 0
         spans = [s for s in request_spans(message) if s not in turn]  # skip what this call used already
@@ -101,4 +100,4 @@ class SpanDrafter(CandidateDrafter):
         return [], 0
 
     def reset(self) -> None:
-        self.index = TextIndex(self.index._piece)
+        self.index = TextIndex(self._piece)

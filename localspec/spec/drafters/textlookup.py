@@ -35,6 +35,15 @@ def context_piece(token_bytes: Callable[..., bytes]) -> Callable[[int], bytes]:
     return piece
 
 
+TAIL_TOKENS = 8  # enough tokens to spell a call's structure just written ('"name": "', '": ') in any tokenisation
+
+
+def tail_text(piece: Callable[[int], bytes], context: Sequence[int]) -> bytes:
+    """The text of the context's last few tokens: where in a call the context ends, told without syncing a
+    TextIndex of the whole context (drafters that act only at some places check this first)."""
+    return b"".join(map(piece, context[-TAIL_TOKENS:]))
+
+
 class TextIndex:
     """The context as UTF-8 bytes, kept in step with its tokens (appends and rollbacks are incremental)."""
 

@@ -12,10 +12,9 @@ from typing import Callable, Sequence
 
 from localspec.spec.draft import CandidateDrafter
 from localspec.spec.drafters.spans import last_request
-from localspec.spec.drafters.textlookup import TextIndex, context_piece
+from localspec.spec.drafters.textlookup import TextIndex, context_piece, tail_text
 
 _NAME_START = (b'"name": "', b'"name":"')
-_TAIL_TOKENS = 8  # enough tokens to spell _NAME_START in any tokenisation
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _STOP = frozenset("the a an and or of for in on at to from with by me my i you your is are be it this that what "
                   "whats please can could would will how which who when where do does get set use using".split())
@@ -64,8 +63,8 @@ class ToolNameDrafter(CandidateDrafter):
         tools = getattr(cons, "tools", None)
         if not tools:
             return [], 0
-        # The tail from the last few tokens alone: the whole context's text is only needed where a name starts.
-        if not b"".join(map(self._piece, context[-_TAIL_TOKENS:])).endswith(_NAME_START):
+        # The whole context's text is only needed where a name starts.
+        if not tail_text(self._piece, context).endswith(_NAME_START):
             return [], 0
         self.index.sync(context)
         message, _ = last_request(bytes(self.index.text))
