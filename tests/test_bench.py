@@ -103,3 +103,20 @@ def test_configs_take_turns_and_run_as_if_alone(tiny_pair_paths):
         alone = run_config(pair, cases, CONFIGS[name], max_tokens=48)
         assert [o["text"] for o in res["outputs"][name]] == [r.text for r in alone]
     assert res["configs"]["model"]["drafted"] > 0
+
+
+def test_oracle_ceiling_drafts_baseline_answer(tiny_pair_paths):
+    """benchmarks/oracle_ceiling.py: the oracle drafts baseline's own answer, so on exact (F32) weights it gives the
+    same outputs and needs one verify pass per 64 tokens after the first pick."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "oracle_ceiling.py"
+    out = subprocess.run([sys.executable, str(script), str(MULTI), "--target", str(tiny_pair_paths[0]), "--limit", "3",
+                          "--json"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    base, oracle = res["configs"]["baseline"], res["configs"]["oracle"]
+    assert res["cases"] == 3 and oracle["identical_to_baseline"] == 1.0
+    assert oracle["generated_tokens"] == base["generated_tokens"] == base["target_passes"]
+    assert oracle["target_passes"] <= 3 * (1 + -(-base["generated_tokens"] // 63))
+    assert oracle["target_passes"] <= res["configs"]["toolspec"]["target_passes"]
+    assert res["toolspec_share_of_oracle"] == round(res["configs"]["toolspec"]["tokens_per_second"]
+                                                    / oracle["tokens_per_second"], 3)

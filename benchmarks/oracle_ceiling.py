@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The most any drafter could gain on this machine: an oracle that drafts the baseline's own output.
+
+    python benchmarks/oracle_ceiling.py benchmarks/multiturn.jsonl --target gemma-3-270m-q4_k_m.gguf [--limit N] [--json]
+
+Per case, taking turns like `localspec bench`: `baseline` decodes one token per pass; `oracle` then drafts the rest
+of baseline's answer for that case (every token right, as long as the target stays on it; forced tokens marked as
+the schema drafter marks them, so their rows skip the output layer), up to the bench's 64 tokens per pass; `toolspec`
+is the real hybrid. What the oracle reaches is the ceiling the verify costs of this target allow on this CPU (batch
+rows and logits rows are not free); `toolspec` is reported as a share of it. On quantized targets the batch may pick
+differently from single steps: the oracle then goes on from where its last tokens occur again in baseline's answer
+(or drafts nothing), so there it is a near-ceiling; `identical` says how often that happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from localspec.bench import runner  # noqa: E402
+from localspec.bench.suite import load_suite  # noqa: E402
+from localspec.runtime.context import ContextSettings  # noqa: E402
+from localspec.runtime.pair import load_pair  # noqa: E402
+from localspec.spec.costs import CostModel  # noqa: E402
+from localspec.spec.draft import Draft, DraftRequest  # noqa: E402
+
+
+class OracleDrafter:
+    """Drafts `reference` after `prompt_len` tokens of prompt, while what was generated so far matches it."""
+
+    name = "oracle"
+
+    def __init__(self):
+        self.reference: list[int] = []
+        self.prompt_len = 0
+
+    def propose(self, req: DraftRequest) -> Draft:
+        done = list(req.history[self.prompt_len:])
+        draft = Draft()
+        at = self._where(done)
+        if at is None:
+            return draft
+        cons = req.constraint
+        consumed = 0
+        for tok in self.reference[at:at + req.max_len]:
+            ff = cons.forced() if cons is not None else []
+            if cons is not None and not cons.consume(tok):
+                break
+            consumed += 1
+            draft.add(tok, self.name, forced=bool(ff) and ff[0] == tok)
+        if cons is not None:
+            ff = cons.forced() if not cons.done() else []
+            draft.next_forced = ff[0] if ff else None
+            cons.rollback(consumed)
+        return draft
+
+    def _where(self, done: list[int]) -> int | None:
+        """Where in the reference the answer goes on: right after `done` while it matches; after a flip, after
+        the latest place where its last tokens occur (a flipped digit or word, then the same text again)."""
+        ref = self.reference
+        if done == ref[:len(done)]:
+            return len(done)
+        for k in range(min(len(done), 16), 1, -1):
+            tail = done[-k:]
+            ends = [i + k for i in range(len(ref) - k + 1) if ref[i:i + k] == tail]
+            if ends:
+                return min(ends, key=lambda e: abs(e - len(done)))
+        return None
+
+    def observe(self, draft: Draft, n_accepted: int) -> None:
+        pass
+
+    def reset(self) -> None:
+        pass
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("suite")
+    p.add_argument("--target", required=True)
+    p.add_argument("--limit", type=int)
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+
+    pair = load_pair(a.target, None, ctx=ContextSettings(n_ctx=4096))
+    cases = load_suite(a.suite, a.limit)
+    oracle = OracleDrafter()
+    costs = CostModel()
+    runs = {"baseline": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0]),
+            "oracle": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0], costs=costs),
+            "toolspec": runner.ConfigRun(pair, runner.CONFIGS["toolspec"], warm_up=cases[0], costs=costs)}
+    runs["oracle"].engine.drafter = oracle
+    emitted: list[int] = []  # what baseline emitted in its last case
+    plain = runs["baseline"].engine.generate
+
+    def keep(*args, **kw):
+        gen = plain(*args, **kw)
+        emitted[:] = [t for t in gen.tokens if t >= 0]
+        return gen
+
+    runs["baseline"].engine.generate = keep
+    pair.target_ctx.clear()
+    raw: dict[str, list] = {k: [] for k in runs}
+    for case in cases:
+        base = runs["baseline"].run(case)
+        raw["baseline"].append(base)
+        oracle.prompt_len = len(runner.case_prompt(pair, case))
+        oracle.reference = list(emitted)
+        raw["oracle"].append(runs["oracle"].run(case))
+        raw["toolspec"].append(runs["toolspec"].run(case))
+
+    out = {"cases": len(cases), "configs": {}}
+    for name, res in raw.items():
+        s = runner.summarize(res, raw["baseline"])
+        out["configs"][name] = {k: s[k] for k in ("tokens_per_second", "mean_accepted_length", "identical_to_baseline",
+                                                  "generated_tokens", "target_passes")}
+    tps = {k: v["tokens_per_second"] for k, v in out["configs"].items()}
+    for name, v in out["configs"].items():
+        v["speedup"] = round(v["tokens_per_second"] / tps["baseline"], 3)
+    out["toolspec_share_of_oracle"] = round(tps["toolspec"] / tps["oracle"], 3)
+    if a.json:
+        print(json.dumps(out))
+        return 0
+    print(f"{len(cases)} cases, target {Path(a.target).name}")
+    for name, v in out["configs"].items():
+        print(f"  {name:9} {v['tokens_per_second']:8.2f} tok/s  speedup {v['speedup']:.2f}x  "
+              f"tok/pass {v['mean_accepted_length']:.2f}  passes {v['target_passes']}  "
+              f"identical {v['identical_to_baseline']:.2f}")
+    print(f"toolspec reaches {out['toolspec_share_of_oracle']:.0%} of the oracle's speed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
