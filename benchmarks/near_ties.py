@@ -41,8 +41,10 @@ def main(argv=None) -> int:
         tb = m.tokenize(base["text"], add_special=False)
         ts = m.tokenize(spec["text"], add_special=False)
         k = next((i for i, (x, y) in enumerate(zip(tb, ts)) if x != y), min(len(tb), len(ts)))
-        if k >= min(len(tb), len(ts)):
+        if k >= max(len(tb), len(ts)):
             continue
+        # Where one output is the other plus more, the shorter one ended: it picked an end-of-generation token
+        # (the text does not show it), compared as the likeliest of the model's end tokens.
         prompt = case_prompt(pair, cases[base["id"]])
         rows = {}
         for way in ("one at a time", "one batch"):
@@ -55,9 +57,15 @@ def main(argv=None) -> int:
                 ctx.decode(tb[:k], "last")
             rows[way] = np.array(ctx.logits(-1), copy=True)
         for way, logits in rows.items():
-            print(f"{base['id']}  {way:13}  baseline {m.detokenize([tb[k]])!r}: {logits[tb[k]]:.4f}   "
-                  f"{a.config} {m.detokenize([ts[k]])!r}: {logits[ts[k]]:.4f}")
+            end = max(m.eog_tokens, key=lambda t: logits[t])
+            b, c = (tb[k] if k < len(tb) else end), (ts[k] if k < len(ts) else end)
+            print(f"{base['id']}  {way:13}  baseline {_name(m, b)!r}: {logits[b]:.4f}   "
+                  f"{a.config} {_name(m, c)!r}: {logits[c]:.4f}")
     return 0
+
+
+def _name(model, token: int) -> str:
+    return model.detokenize([token]) or model.token_bytes(token).decode("utf-8", "replace")
 
 
 if __name__ == "__main__":
