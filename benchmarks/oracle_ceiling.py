@@ -30,7 +30,8 @@ from localspec.spec.draft import Draft, DraftRequest  # noqa: E402
 
 
 class OracleDrafter:
-    """Drafts `reference` after `prompt_len` tokens of prompt, while what was generated so far matches it."""
+    """Drafts the rest of `reference` (the answer after `prompt_len` tokens of prompt) from where the answer so far
+    stands in it."""
 
     name = "oracle"
 
@@ -60,7 +61,8 @@ class OracleDrafter:
 
     def _where(self, done: list[int]) -> int | None:
         """Where in the reference the answer goes on: right after `done` while it matches; after a flip, after
-        the latest place where its last tokens occur (a flipped digit or word, then the same text again)."""
+        the place nearest that length where its last tokens occur (a flipped digit or word, then the same text
+        again); None if they occur nowhere."""
         ref = self.reference
         if done == ref[:len(done)]:
             return len(done)
