@@ -25,8 +25,8 @@ from localspec.bench import runner  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402
 from localspec.runtime.context import ContextSettings  # noqa: E402
 from localspec.runtime.pair import load_pair  # noqa: E402
-from localspec.spec.costs import CostModel  # noqa: E402
-from localspec.spec.draft import Draft, DraftRequest  # noqa: E402
+from localspec.speculative.costs import CostModel  # noqa: E402
+from localspec.speculative.draft import Draft, DraftRequest  # noqa: E402
 
 
 class OracleDrafter:

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 from localspec.runtime.context import ContextSettings  # noqa: E402
 from localspec.runtime.llama import lib  # noqa: E402
 from localspec.runtime.pair import load_pair  # noqa: E402
-from localspec.spec.builder import build_engine  # noqa: E402
-from localspec.spec.engine import GenParams, SpecEngine  # noqa: E402
+from localspec.speculative.builder import build_engine  # noqa: E402
+from localspec.speculative.engine import GenParams, SpecEngine  # noqa: E402
 
 PROMPTS = [
     "Explain how a hash table works.",

@@ -26,7 +26,7 @@ from localspec.bench import runner  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402
 from localspec.runtime.context import ContextSettings  # noqa: E402
 from localspec.runtime.pair import load_pair  # noqa: E402
-from localspec.spec import engine as engine_mod  # noqa: E402
+from localspec.speculative import engine as engine_mod  # noqa: E402
 
 
 def ender(model, cache_tail: list[int], token: int) -> str:

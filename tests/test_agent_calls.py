@@ -11,7 +11,7 @@ from localspec.agent.calls import call_grammar, cut_at_trigger, new_call_id, par
 from localspec.agent.transcript import Transcript, read_transcript
 from localspec.chat.formats import GENERIC, LLAMA3_JSON, MISTRAL
 from localspec.runtime.model import Model
-from localspec.spec.grammar import GrammarConstraint
+from localspec.speculative.grammar import GrammarConstraint
 from localspec.tools import Toolbox
 
 

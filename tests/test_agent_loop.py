@@ -13,9 +13,9 @@ from localspec.agent import (Agent, Done, MessageAdded, Notice, StepStats, TextD
 from localspec.errors import ConfigError
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
-from localspec.spec.builder import build_engine
-from localspec.spec.engine import GenParams
-from localspec.spec.sampling import SamplingParams
+from localspec.speculative.builder import build_engine
+from localspec.speculative.engine import GenParams
+from localspec.speculative.sampling import SamplingParams
 from localspec.tools import Toolbox
 from localspec.tools.args import ListDirArgs, ReadFileArgs
 

@@ -10,8 +10,8 @@ from localspec.agent import (Agent, ApprovalDecided, ApprovalNeeded, StepStats, 
                              ToolCallStarted)
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
-from localspec.spec.builder import build_engine
-from localspec.spec.engine import GenParams
+from localspec.speculative.builder import build_engine
+from localspec.speculative.engine import GenParams
 from localspec.tools import Toolbox
 
 pytestmark = pytest.mark.slow

@@ -4,15 +4,15 @@ recover."""
 
 from localspec.chat.prompt import chat_prompt_tokens
 from localspec.runtime.model import Model
-from localspec.spec.costs import CostModel
-from localspec.spec.draft import Draft, DraftRequest
-from localspec.spec.drafters.history import HistoryDrafter
-from localspec.spec.drafters.hybrid import START, HybridDrafter
-from localspec.spec.drafters.ngram import NgramDrafter
-from localspec.spec.drafters.spans import SpanDrafter
-from localspec.spec.drafters.toolnames import ToolNameDrafter, rank_tools
-from localspec.spec.grammar import GrammarConstraint, tool_call_grammar
-from localspec.spec.sampling import SamplingParams
+from localspec.speculative.costs import CostModel
+from localspec.speculative.draft import Draft, DraftRequest
+from localspec.speculative.drafters.history import HistoryDrafter
+from localspec.speculative.drafters.hybrid import START, HybridDrafter
+from localspec.speculative.drafters.ngram import NgramDrafter
+from localspec.speculative.drafters.spans import SpanDrafter
+from localspec.speculative.drafters.toolnames import ToolNameDrafter, rank_tools
+from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
+from localspec.speculative.sampling import SamplingParams
 
 
 def _tool(name, description, props, required=()):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from localspec.spec.costs import CostModel
+from localspec.speculative.costs import CostModel
 
 
 def test_fit_recovers_costs_despite_stalls():

@@ -1,7 +1,7 @@
 """Incremental detokenisation: multi-byte characters split over byte tokens, stop strings across tokens."""
 
 from localspec.runtime.model import Model
-from localspec.spec.detok import TextStream
+from localspec.speculative.detok import TextStream
 
 
 def test_multibyte_character_never_split(tiny_target):

@@ -8,14 +8,14 @@ import pytest
 
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
-from localspec.spec.builder import build_engine
-from localspec.spec.draft import DraftRequest
-from localspec.spec.drafters.history import CallHistory, HistoryDrafter
-from localspec.spec.drafters.ngram import NgramDrafter, NgramIndex
-from localspec.spec.drafters.prefix import common_prefix
-from localspec.spec.engine import GenParams
-from localspec.spec.grammar import GrammarConstraint, tool_call_grammar
-from localspec.spec.sampling import SamplingParams
+from localspec.speculative.builder import build_engine
+from localspec.speculative.draft import DraftRequest
+from localspec.speculative.drafters.history import CallHistory, HistoryDrafter
+from localspec.speculative.drafters.ngram import NgramDrafter, NgramIndex
+from localspec.speculative.drafters.prefix import common_prefix
+from localspec.speculative.engine import GenParams
+from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
+from localspec.speculative.sampling import SamplingParams
 
 TOOLS = [
     {"type": "function", "function": {"name": "read_file", "parameters": {
@@ -144,8 +144,8 @@ def test_hybrid_marks_grammar_forced_tokens_inside_copied_spans(smollm2):
     """A span copied from an earlier call runs through keys and braces the grammar forces: those tokens must be
     marked forced (verified without logits), exactly where the grammar forces them."""
     from localspec.runtime.model import Model
-    from localspec.spec.costs import CostModel
-    from localspec.spec.drafters.hybrid import HybridDrafter
+    from localspec.speculative.costs import CostModel
+    from localspec.speculative.drafters.hybrid import HybridDrafter
 
     m = Model(smollm2)
     tok = lambda s: m.tokenize(s, add_special=False)  # noqa: E731

@@ -9,8 +9,8 @@ import pytest
 from localspec.errors import ConfigError
 from localspec.runtime.context import Context, ContextSettings
 from localspec.runtime.model import Model
-from localspec.spec.engine import GenParams, SpecEngine
-from localspec.spec.grammar import GrammarConstraint, check_grammar, json_schema_grammar, tool_call_grammar
+from localspec.speculative.engine import GenParams, SpecEngine
+from localspec.speculative.grammar import GrammarConstraint, check_grammar, json_schema_grammar, tool_call_grammar
 
 TOOLS = [
     {"type": "function", "function": {"name": "read_file", "parameters": {
@@ -38,7 +38,7 @@ def test_tiny_model_output_is_always_a_valid_call(tiny_target, seed):
     m = Model(tiny_target)
     eng = SpecEngine(Context(m, ContextSettings(n_ctx=1024)))
     g = tool_call_grammar(TOOLS, prefix="<tool_call>\n", suffix="\n</tool_call>")
-    from localspec.spec.sampling import SamplingParams
+    from localspec.speculative.sampling import SamplingParams
 
     gen = eng.generate(m.tokenize("the file"), GenParams(max_tokens=200, sampling=SamplingParams(
         temperature=1.0, seed=seed, top_k=0, top_p=1.0, min_p=0.0)), constraint=GrammarConstraint(m, g))
@@ -92,7 +92,7 @@ def test_json_schema_and_invalid_schema(smollm2):
 
 def test_limits_bound_unbounded_strings_and_arrays(tiny_target):
     """A model stuck in a loop still ends with a complete call once strings/arrays get default bounds."""
-    from localspec.spec.sampling import SamplingParams
+    from localspec.speculative.sampling import SamplingParams
 
     tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
         "label": {"type": "string"}, "items": {"type": "array", "items": {"type": "string"}}},
@@ -132,7 +132,7 @@ def test_bound_numbers_keeps_numbers_finite(smollm2):
 def test_wrap_up_closes_a_looping_call_before_max_tokens(tiny_target):
     """A model that would run past max_tokens inside a value still ends with a complete call with wrap_up, and
     speculative decoding makes the same picks as plain decoding."""
-    from localspec.spec.builder import build_engine
+    from localspec.speculative.builder import build_engine
     from localspec.runtime.pair import load_pair
 
     tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {

@@ -20,7 +20,7 @@ from pydantic import BaseModel  # noqa: E402
 from localspec.chat.formats.json_formats import HermesFormat  # noqa: E402
 from localspec.chat.prompt import chat_prompt_tokens  # noqa: E402
 from localspec.remote.prom import parse_prometheus, total  # noqa: E402
-from localspec.spec.engine import GenParams  # noqa: E402
+from localspec.speculative.engine import GenParams  # noqa: E402
 
 HELLO = [{"role": "user", "content": "hello"}]
 

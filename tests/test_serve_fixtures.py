@@ -18,8 +18,8 @@ from localspec.runtime.pair import load_pair  # noqa: E402
 from localspec.serve.app import create_app  # noqa: E402
 from localspec.serve.runner import start_in_thread  # noqa: E402
 from localspec.serve.service import ChatService  # noqa: E402
-from localspec.spec.builder import build_engine  # noqa: E402
-from localspec.spec.engine import GenParams  # noqa: E402
+from localspec.speculative.builder import build_engine  # noqa: E402
+from localspec.speculative.engine import GenParams  # noqa: E402
 
 API_KEY = "test-key-123"
 

@@ -2,8 +2,8 @@
 
 from localspec.chat.prompt import chat_prompt_tokens
 from localspec.runtime.model import Model
-from localspec.spec.drafters.spans import SpanDrafter, request_spans
-from localspec.spec.grammar import GrammarConstraint, tool_call_grammar
+from localspec.speculative.drafters.spans import SpanDrafter, request_spans
+from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {
     "type": "object", "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"},

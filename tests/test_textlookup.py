@@ -1,7 +1,7 @@
 """Text-level prompt lookup on SmolLM2's real tokenizer: values copied from prose into JSON strings."""
 
 from localspec.runtime.model import Model
-from localspec.spec.drafters.textlookup import TextIndex, TextLookupDrafter
+from localspec.speculative.drafters.textlookup import TextIndex, TextLookupDrafter
 
 
 def _drafter(m: Model) -> TextLookupDrafter:

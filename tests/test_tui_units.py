@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 from localspec.errors import ConfigError
-from localspec.spec.stats import Stats
+from localspec.speculative.stats import Stats
 from localspec.tui import transcript
 from localspec.tui.livestats import SessionView, StatsView
 from localspec.tui.turn import Batcher, Notice, TextChunk, ToolFinished, ToolStarted
@@ -92,7 +92,7 @@ def test_relay_turns_agent_events_into_ui_events(tiny_pair_paths, tmp_path):
     from localspec.agent.events import Notice as AgentNotice
     from localspec.agent.events import TextDelta, ToolCallFinished, ToolCallStarted
     from localspec.runtime.pair import load_pair
-    from localspec.spec.builder import build_engine
+    from localspec.speculative.builder import build_engine
     from localspec.tools import ToolResult
     from localspec.tui.session import Relay
 

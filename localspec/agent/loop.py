@@ -18,8 +18,8 @@ from typing import Callable
 
 from localspec.chat.prompt import chat_prompt_tokens, tool_format
 from localspec.errors import ConfigError, ContextOverflowError
-from localspec.spec.engine import GenParams
-from localspec.spec.stats import Stats
+from localspec.speculative.engine import GenParams
+from localspec.speculative.stats import Stats
 from localspec.tools import Decision, ToolResult
 
 from .calls import new_call_id

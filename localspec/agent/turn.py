@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable
 
-from localspec.spec.engine import GenParams
-from localspec.spec.grammar import WRAP_UP, GrammarConstraint
-from localspec.spec.stats import Stats
+from localspec.speculative.engine import GenParams
+from localspec.speculative.grammar import WRAP_UP, GrammarConstraint
+from localspec.speculative.stats import Stats
 
 from .calls import call_grammar, constrainable, cut_at_trigger, list_form, parse_constrained
 from .events import TextDelta

@@ -11,12 +11,12 @@ from localspec.bench.suite import Case
 from localspec.chat.prompt import chat_prompt_tokens, tool_format
 from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
-from localspec.spec.builder import build_engine
-from localspec.spec.costs import CostModel
-from localspec.spec.drafters.history import CallHistory
-from localspec.spec.engine import GenParams
-from localspec.spec.grammar import WRAP_UP, GrammarConstraint, tool_call_grammar
-from localspec.spec.sampling import SamplingParams
+from localspec.speculative.builder import build_engine
+from localspec.speculative.costs import CostModel
+from localspec.speculative.drafters.history import CallHistory
+from localspec.speculative.engine import GenParams
+from localspec.speculative.grammar import WRAP_UP, GrammarConstraint, tool_call_grammar
+from localspec.speculative.sampling import SamplingParams
 
 CONFIGS = {
     "baseline": (),  # target only, even when the pair has a draft model

@@ -10,9 +10,9 @@ from localspec.errors import ConfigError
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.model import ModelSettings
 from localspec.runtime.pair import load_pair
-from localspec.spec.builder import build_engine
-from localspec.spec.engine import GenParams
-from localspec.spec.sampling import SamplingParams
+from localspec.speculative.builder import build_engine
+from localspec.speculative.engine import GenParams
+from localspec.speculative.sampling import SamplingParams
 
 
 def add_model_args(p) -> None:
@@ -146,7 +146,7 @@ def gen_params(args) -> GenParams:
 
 
 def parse_drafters(text: str) -> tuple[str, ...]:
-    from localspec.spec.builder import DRAFTERS
+    from localspec.speculative.builder import DRAFTERS
 
     names = tuple(n.strip() for n in text.split(",") if n.strip() and n.strip() != "none")
     bad = [n for n in names if n not in DRAFTERS]
@@ -161,7 +161,7 @@ def engine_from_args(args, pair):
     history = None
     if "history" in drafters:
         from localspec.models.paths import get_paths
-        from localspec.spec.drafters.history import CallHistory
+        from localspec.speculative.drafters.history import CallHistory
 
         history = CallHistory(get_paths().data_dir / "history" / "tool_calls.jsonl")
     return build_engine(pair, use_draft_model=not args.no_draft, draft_max=args.draft_max,

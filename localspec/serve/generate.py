@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from localspec.serve.plan import Plan
-from localspec.spec.grammar import GrammarConstraint
-from localspec.spec.stats import Stats
+from localspec.speculative.grammar import GrammarConstraint
+from localspec.speculative.stats import Stats
 
 
 @dataclass

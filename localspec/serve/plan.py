@@ -14,8 +14,8 @@ from localspec.chat.prompt import chat_prompt_tokens
 from localspec.errors import ConfigError
 from localspec.serve.errors import bad_request
 from localspec.serve.schemas import ChatRequest
-from localspec.spec.engine import GenParams
-from localspec.spec.grammar import JSON_OPTIONS, check_grammar, json_schema_grammar, tool_call_grammar, tools_schema
+from localspec.speculative.engine import GenParams
+from localspec.speculative.grammar import JSON_OPTIONS, check_grammar, json_schema_grammar, tool_call_grammar, tools_schema
 
 # How the output is produced:
 #   free  - unconstrained text (no tools, or tool_choice "none")

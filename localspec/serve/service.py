@@ -13,7 +13,7 @@ from localspec.serve.plan import Plan, make_plan
 from localspec.serve.queue import Job, QueueFull, WorkQueue
 from localspec.serve.responses import now
 from localspec.serve.schemas import ChatRequest
-from localspec.spec.engine import GenParams
+from localspec.speculative.engine import GenParams
 
 log = logging.getLogger("localspec.serve")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from localspec.spec.stats import Stats
+from localspec.speculative.stats import Stats
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from localspec.agent import Transcript
 from localspec.errors import LocalspecError
 from localspec.models.config import Settings, load_config
 from localspec.models.resolve import Selection, resolve_selection
-from localspec.spec.drafters.history import CallHistory
+from localspec.speculative.drafters.history import CallHistory
 from localspec.tools import Policy, Toolbox
 from localspec.tui.livestats import SessionView, StatsView
 from localspec.tui.options import AppOptions
@@ -105,7 +105,7 @@ class ChatSession:
         from localspec.runtime.context import ContextSettings
         from localspec.runtime.model import ModelSettings
         from localspec.runtime.pair import load_pair
-        from localspec.spec.builder import build_engine
+        from localspec.speculative.builder import build_engine
 
         tuning = self.settings.tuning(sel.hints)
         ctx = ContextSettings(n_ctx=self.options.n_ctx, n_threads=app_threads(self.options.n_threads))
@@ -133,7 +133,7 @@ class ChatSession:
         template's compilation and the grammar engine's tokenizer for this model (about 0.25 s for SmolLM2, spent
         in native code that holds the interpreter lock, so the UI would freeze for that long)."""
         from localspec.chat.prompt import chat_prompt_tokens
-        from localspec.spec.grammar import GrammarConstraint, json_schema_grammar
+        from localspec.speculative.grammar import GrammarConstraint, json_schema_grammar
 
         chat_prompt_tokens(model, self.history + [{"role": "user", "content": "hi"}],
                            tools=self._agent.tool_specs() or None)
@@ -190,8 +190,8 @@ class ChatSession:
         return [{"role": "system", "content": system}] if system else []
 
     def _params(self, hints):
-        from localspec.spec.engine import GenParams
-        from localspec.spec.sampling import SamplingParams
+        from localspec.speculative.engine import GenParams
+        from localspec.speculative.sampling import SamplingParams
 
         s = self.settings.sampling
         sampling = SamplingParams(temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, min_p=s.min_p,

@@ -3,7 +3,7 @@ model work to propose and need no logits to verify."""
 
 from __future__ import annotations
 
-from localspec.spec.draft import Draft, DraftRequest
+from localspec.speculative.draft import Draft, DraftRequest
 
 
 class SchemaDrafter:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from localspec.spec.draft import CandidateDrafter
-from localspec.spec.drafters.textlookup import TextIndex, context_piece, tail_text
+from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.drafters.textlookup import TextIndex, context_piece, tail_text
 
 # Kinds of span, most specific first; each regex's group 1 is the value.
 _SPANS = (

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Iterable
 
 from localspec.runtime.pair import LoadedPair
-from localspec.spec.costs import CostModel
-from localspec.spec.drafters.history import CallHistory, HistoryDrafter
-from localspec.spec.drafters.hybrid import HybridDrafter
-from localspec.spec.drafters.model import ModelDrafter
-from localspec.spec.drafters.ngram import NgramDrafter
-from localspec.spec.drafters.spans import SpanDrafter
-from localspec.spec.drafters.textlookup import TextLookupDrafter
-from localspec.spec.drafters.toolnames import ToolNameDrafter
-from localspec.spec.engine import SpecEngine
+from localspec.speculative.costs import CostModel
+from localspec.speculative.drafters.history import CallHistory, HistoryDrafter
+from localspec.speculative.drafters.hybrid import HybridDrafter
+from localspec.speculative.drafters.model import ModelDrafter
+from localspec.speculative.drafters.ngram import NgramDrafter
+from localspec.speculative.drafters.spans import SpanDrafter
+from localspec.speculative.drafters.textlookup import TextLookupDrafter
+from localspec.speculative.drafters.toolnames import ToolNameDrafter
+from localspec.speculative.engine import SpecEngine
 
 DRAFTERS = ("model", "schema", "history", "ngram")
 

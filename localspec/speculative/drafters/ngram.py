@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from localspec.spec.draft import CandidateDrafter
-from localspec.spec.drafters.prefix import common_prefix
+from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.drafters.prefix import common_prefix
 
 
 class NgramIndex:

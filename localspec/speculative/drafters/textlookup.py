@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from localspec.spec.draft import CandidateDrafter
-from localspec.spec.drafters.prefix import common_prefix
+from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.drafters.prefix import common_prefix
 
 CONTROL = b"\x00"  # stands for a control token (turn markers): no match runs across one
 # Where a copied value plausibly ends: a quote, a line end, a control token, or sentence punctuation before a space.

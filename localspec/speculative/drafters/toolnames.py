@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from localspec.spec.draft import CandidateDrafter
-from localspec.spec.drafters.spans import last_request
-from localspec.spec.drafters.textlookup import TextIndex, context_piece, tail_text
+from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.drafters.spans import last_request
+from localspec.speculative.drafters.textlookup import TextIndex, context_piece, tail_text
 
 _NAME_START = (b'"name": "', b'"name":"')
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")

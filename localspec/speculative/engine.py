@@ -10,11 +10,11 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from localspec.runtime.context import Context
-from localspec.spec.costs import CostModel
-from localspec.spec.detok import TextStream
-from localspec.spec.draft import Draft, Drafter, DraftRequest
-from localspec.spec.sampling import SamplingParams, constrained_argmax, filtered_dist, masked_argmax, residual
-from localspec.spec.stats import Stats
+from localspec.speculative.costs import CostModel
+from localspec.speculative.detok import TextStream
+from localspec.speculative.draft import Draft, Drafter, DraftRequest
+from localspec.speculative.sampling import SamplingParams, constrained_argmax, filtered_dist, masked_argmax, residual
+from localspec.speculative.stats import Stats
 
 TARGET = "target"
 

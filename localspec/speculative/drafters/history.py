@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from localspec.spec.draft import CandidateDrafter
-from localspec.spec.drafters.ngram import NgramIndex, match_bucket
+from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.drafters.ngram import NgramIndex, match_bucket
 
 SEPARATOR = -1  # never a real token id: matches cannot run across two stored calls
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from localspec.runtime.context import Context
-from localspec.spec.draft import Draft, DraftRequest
-from localspec.spec.sampling import constrained_argmax, filtered_dist, top_prob
+from localspec.speculative.draft import Draft, DraftRequest
+from localspec.speculative.sampling import constrained_argmax, filtered_dist, top_prob
 
 
 class ModelDrafter:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 
-from localspec.spec.costs import CostModel
-from localspec.spec.draft import Draft, DraftRequest
+from localspec.speculative.costs import CostModel
+from localspec.speculative.draft import Draft, DraftRequest
 
 # Prior per-token acceptance before anything is observed, by drafter.
 _PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9,

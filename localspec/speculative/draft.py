@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from localspec.spec.sampling import Dist, SamplingParams
+from localspec.speculative.sampling import Dist, SamplingParams
 
 
 @dataclass
@@ -42,7 +42,7 @@ class DraftRequest:
     history: Sequence[int]  # every token so far; the last one is not yet in the target's cache
     max_len: int
     sampling: SamplingParams
-    constraint: object | None = None  # a Constraint (localspec.spec.constraint) while a tool call is generated
+    constraint: object | None = None  # a Constraint (localspec.speculative.constraint) while a tool call is generated
     rng: object | None = None
 
 
