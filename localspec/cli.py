@@ -1,12 +1,34 @@
-"""Command line entry point: one subcommand per module; any LocalspecError becomes a one-line error and exit 1."""
+"""Command line entry point: one subcommand per module under localspec/commands/.
+
+Errors reach the user as one line: a LocalspecError as its own message (exit 1), anything else as its type and
+message with a hint (exit 1). LOCALSPEC_DEBUG=1 prints the full traceback as well, like huggingface_hub's HF_DEBUG.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
+import traceback
 
 from localspec import __version__
 from localspec.errors import LocalspecError
+
+# Every command module, in the order `localspec --help` lists them; each has register(subparsers). Adding a
+# command is one line here. A module with add_top_level_args (the app) also owns the bare `localspec [--pair ...]`.
+COMMANDS = [
+    "run",
+    "doctor",
+    "models",
+    "bench",
+    "serve",
+    "sessions",
+    "tools",
+    "tui",
+]
+
+DEBUG_ENV = "LOCALSPEC_DEBUG"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -17,50 +39,71 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from localspec.commands import doctor, run
-
     parser = _Parser(prog="localspec", description="Local assistant with speculative decoding.")
     parser.add_argument("--version", action="version", version=f"localspec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run.register(sub)
-    doctor.register(sub)
-    for module in _optional_command_modules():
+    for name in COMMANDS:
+        module = importlib.import_module(f"localspec.commands.{name}")
         module.register(sub)
-        if hasattr(module, "add_top_level_args"):  # the app: `localspec [--pair NAME | --target PATH ...]`
+        if hasattr(module, "add_top_level_args"):
             module.add_top_level_args(parser)
             parser.set_defaults(tui_func=module.cmd_tui)
     return parser
 
 
-def _optional_command_modules():
-    """Command groups that live with their feature (models, bench, serve, TUI)."""
-    import importlib
-
-    for name in ("localspec.models.commands", "localspec.commands.bench", "localspec.serve.commands",
-                 "localspec.commands.tui"):
-        try:
-            yield importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:  # a feature module exists but a dependency of it is missing: say so
-                raise
+def debug_enabled(env=None) -> bool:
+    value = (os.environ if env is None else env).get(DEBUG_ENV, "")
+    return value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        tui = getattr(args, "tui_func", None)
-        if tui is None:
-            parser.print_help()
-            return 0
-        args.func = tui
     try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            tui = getattr(args, "tui_func", None)
+            if tui is None:
+                parser.print_help()
+                return 0
+            args.func = tui
         return int(args.func(args) or 0)
     except LocalspecError as exc:
+        _show_traceback()
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 0
+        raise
+    except Exception as exc:  # a bug: still one line, and the way to see more
+        _show_traceback()
+        hint = "" if debug_enabled() else f" (set {DEBUG_ENV}=1 to see the traceback)"
+        print(f"error: unexpected {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
+        return 1
+
+
+def _show_traceback() -> None:
+    if debug_enabled():
+        traceback.print_exc(file=sys.stderr)
+
+
+def _stdout_closed() -> int:
+    """The reader went away (`localspec models --json | head`): not an error. Python would still try to flush
+    stdout at exit and print "Exception ignored ... BrokenPipeError", so point stdout at devnull first (the
+    recipe from the Python docs' signal module notes)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor behind stdout (an embedding host, a test's capture)
+        pass
+    return 0

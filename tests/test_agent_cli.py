@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from localspec.agent import AgentResult, ToolCallRecord
 from localspec.commands.agent_run import _policy_and_approver, terminal_approver
-from localspec.tools import Decision, Toolbox
+from localspec.speculative.stats import Stats
+from localspec.tools import Decision, Toolbox, ToolResult
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,3 +121,23 @@ def test_terminal_approver_without_a_terminal_denies(workspace):
     out = io.StringIO()
     assert terminal_approver(io.StringIO("y\n"), out)(_request(workspace)) is Decision.DENY_ONCE
     assert "no terminal" in out.getvalue()
+
+
+def test_agent_result_to_dict_is_what_run_tools_json_printed():
+    """The JSON of `run --tools --json` is a contract: AgentResult.to_dict must give it byte for byte, as the CLI
+    built it by hand before (that expression is copied here verbatim)."""
+    result = AgentResult(text="Done: 2 files.", steps=2, finish_reason="stop", transcript="/t/s.jsonl",
+                         stats=Stats(generated_tokens=30, prompt_tokens=50, target_passes=12),
+                         tool_calls=[ToolCallRecord("c1", "list_dir", {"path": "."}, ToolResult.success("a\nb"), 1),
+                                     ToolCallRecord("c2", "read_file", {"path": "ü"}, ToolResult.failure("no such"), 1,
+                                                    ran=False)])
+    target, draft = "/m/t.gguf", None
+    before = json.dumps({
+        "text": result.text, "reasoning": "",  # issue 18: what a reasoning model thought ("" for others)
+        "steps": result.steps,
+        "tool_calls": [{"name": c.name, "arguments": c.arguments, "ok": c.result.ok, "content": c.result.content,
+                        "error": c.result.error} for c in result.tool_calls],
+        "finish_reason": result.finish_reason, "error": result.error, "stats": result.stats.to_dict(),
+        "target": target, "draft": draft,
+        "transcript": result.transcript}, ensure_ascii=False)
+    assert json.dumps(result.to_dict(target=target, draft=draft), ensure_ascii=False) == before

@@ -49,7 +49,7 @@ def test_set_writes_toml_and_show_reads_it(home, capsys):
     assert run("config", "show", "--json") == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["sampling"]["temperature"] == 0.2 and shown["drafters"]["schema"] is False
-    assert shown["approval"] == "read-only" and shown["sampling"]["top_k"] == 20
+    assert shown["approval"] == "read-only" and shown["sampling"]["top_k"] == Settings().sampling.top_k
     assert run("config", "show") == 0
     out = capsys.readouterr().out
     assert "sampling.temperature = 0.2" in out and 'approval = "read-only"' in out

@@ -14,7 +14,7 @@ from tests.test_serve_fixtures import TOOLS, client, free_port, tiny_server  # n
 httpx = pytest.importorskip("httpx")
 
 from localspec.cli import main  # noqa: E402
-from localspec.remote import Done, RemoteBackend, RemoteError, TextDelta, ToolCallEvent  # noqa: E402
+from localspec.remote import RemoteBackend, RemoteDone, RemoteError, RemoteTextDelta, RemoteToolCall  # noqa: E402
 from localspec.remote.prom import parse_prometheus  # noqa: E402
 from localspec.remote.stats import from_llama_timings, from_prometheus, summary  # noqa: E402
 
@@ -23,7 +23,7 @@ HELLO = [{"role": "user", "content": "hello"}]
 
 def _collect(events):
     events = list(events)
-    assert isinstance(events[-1], Done) and sum(isinstance(e, Done) for e in events) == 1
+    assert isinstance(events[-1], RemoteDone) and sum(isinstance(e, RemoteDone) for e in events) == 1
     return events, events[-1]
 
 
@@ -33,7 +33,7 @@ def test_stream_from_localspec_serve_with_its_statistics(tiny_server):
     backend = RemoteBackend(url + "/v1", api_key="unused")  # no model: the server's only model is used
     events, done = _collect(backend.stream(HELLO, max_tokens=10))
     assert backend.model == "tiny"
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == ref.choices[0].message.content
+    assert "".join(e.text for e in events if isinstance(e, RemoteTextDelta)) == ref.choices[0].message.content
     assert done.content == ref.choices[0].message.content and done.finish_reason == "length"
     assert done.usage["completion_tokens"] == 10
     spec = ref.model_extra["localspec"]
@@ -46,7 +46,7 @@ def test_tool_calls_come_back_as_events(tiny_server):
     url, _ = tiny_server
     events, done = _collect(RemoteBackend(url + "/v1", "tiny").stream(HELLO, tools=TOOLS, tool_choice="required",
                                                                        max_tokens=80))
-    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    calls = [e for e in events if isinstance(e, RemoteToolCall)]
     assert len(calls) == 1 and done.tool_calls == calls and done.finish_reason == "tool_calls"
     call = calls[0]
     assert call.name in ("set_light", "pick_color") and call.error is None and isinstance(call.arguments, dict)
@@ -154,7 +154,7 @@ def test_against_llama_cpp_server_reports_no_statistics(llama_cpp_server, capsys
     backend = RemoteBackend(llama_cpp_server)
     events, done = _collect(backend.stream(HELLO, max_tokens=6, temperature=0.0))
     assert backend.model == "smollm2"
-    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    text = "".join(e.text for e in events if isinstance(e, RemoteTextDelta))
     assert text.strip() and done.content == text and done.finish_reason in ("length", "stop")
     assert done.stats is None  # it reports no speculative counters, and none are invented
     assert main(["run", "hello", "--backend", "openai", "--base-url", llama_cpp_server, "--max-tokens", "4"]) == 0

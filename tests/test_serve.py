@@ -182,12 +182,15 @@ def test_malformed_json_is_400(tiny_server):
     _error(r, 400, param="temperature")
 
 
-def test_unknown_model_is_404(tiny_server):
+def test_any_model_name_means_the_loaded_model(tiny_server):
+    """Clients hard-code model names: with one model loaded, any name is it (as llama-server does), and the
+    response names the model that answered."""
     url, _ = tiny_server
-    with pytest.raises(openai.NotFoundError) as exc:
-        client(url).chat.completions.create(model="gpt-4o", messages=HELLO, max_tokens=4)
-    assert exc.value.code == "model_not_found"
-    _error(httpx.get(url + "/v1/models/gpt-4o"), 404, "model_not_found")
+    r = client(url).chat.completions.create(model="gpt-4o", messages=HELLO, max_tokens=4)
+    assert r.model == "tiny" and r.choices[0].message.content
+    chunks = list(client(url).chat.completions.create(model="gpt-4o", messages=HELLO, max_tokens=3, stream=True))
+    assert {c.model for c in chunks} == {"tiny"}
+    assert client(url).models.retrieve("gpt-4o").id == "tiny"
     _error(httpx.get(url + "/v1/nothing-here"), 404)
 
 
@@ -350,13 +353,15 @@ def test_serve_refuses_non_loopback_without_key(tiny_pair_paths, capsys):
     assert err.startswith("error:") and "--api-key" in err and len(err.splitlines()) == 1
 
 
-def test_missing_serve_extra_is_a_one_line_error(monkeypatch):
+def test_missing_server_packages_are_a_one_line_error_with_the_pipx_form(monkeypatch):
     from localspec.errors import ConfigError
     from localspec.serve.app import require_serve_extra
 
     monkeypatch.setitem(sys.modules, "sse_starlette", None)  # makes `import sse_starlette` fail
-    with pytest.raises(ConfigError, match=r"localspec\[serve\]"):
+    with pytest.raises(ConfigError) as err:
         require_serve_extra()
+    assert "pipx inject localspec starlette uvicorn sse-starlette" in str(err.value)
+    assert "pip install starlette uvicorn sse-starlette" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_serve_command_end_to_end(tiny_pair_paths, tmp_path):

@@ -97,3 +97,61 @@ def test_write_ratings():
 ])
 def test_command_patterns(command, patterns):
     assert command_patterns(command) == patterns
+
+
+# ---- the rating sees through variables, wrappers and inline code --------------------------------------------------
+
+@pytest.mark.parametrize("command,needle", [
+    ("python3 -c 'import shutil; shutil.rmtree(\"/\")'", "inline python3 code"),
+    ("python -c \"import os; os.remove('x')\"", "inline python code"),
+    ("python3 -c 'import os; os.system(\"rm -rf ~\")'", "inline"),
+    ("python3 -c'import subprocess; subprocess.run([\"rm\", \"-rf\", \"/\"])'", "inline"),
+    ("perl -e 'unlink glob \"*\"'", "inline perl"),
+    ("perl -le 'system(\"rm -rf /\")'", "inline perl"),
+    ("ruby -e 'require \"fileutils\"; FileUtils.rm_rf(\"/\")'", "inline ruby"),
+    ("node -e \"require('fs').rmSync('/', {recursive: true})\"", "inline node"),
+    ("busybox rm -rf /", "rm -r"),
+    ("toybox rm -rf build", "rm -r"),
+    ("sh -c 'rm -rf build'", "rm -r"),
+    ("bash -ec 'rm -rf build'", "rm -r"),
+    ("bash -c \"sh -c 'rm -rf build'\"", "rm -r"),
+    ("find . -name '*.py' | xargs rm -rf", "rm -r"),
+    ("xargs -0 rm -rf < list", "rm -r"),
+    ("sudo -u root rm x", "sudo"),
+    ("nohup rm -rf build &", "rm -r"),
+    ("timeout 5 rm -rf build", "rm -r"),
+    ("timeout -s KILL 5 rm -rf build", "rm -r"),
+    ("setsid rm -rf build", "rm -r"),
+    ("env X=1 rm -rf build", "rm -r"),
+    ("env -S 'rm -rf build'", "rm -r"),
+    ("eval 'rm -rf build'", "rm -r"),
+    ("find . -exec rm -rf {} +", "rm -r"),
+    ("find . -exec sh -c 'rm -rf \"$1\"' _ {} \\;", "rm -r"),
+    ("command rm -rf build", "rm -r"),
+    ("nice -n 5 rm -rf build", "rm -r"),
+    ("watch 'rm -rf build'", "rm -r"),
+])
+def test_high_through_wrappers_and_inline_code(ws, command, needle):
+    danger = rate_shell(command, ws)
+    assert danger.level == "high", danger
+    assert any(needle in r for r in danger.reasons), danger.reasons
+
+
+@pytest.mark.parametrize("command,needle", [
+    ("$c -rf /", "variable"),
+    ("${c} build", "variable"),
+    ("c=rm; $c -rf build", "variable"),
+    ("\"$CMD\" x", "variable"),
+    ("python3 -c 'print(1)'", "inline python3 code"),
+    ("node -e 'console.log(1)'", "inline node code"),
+    ("python3 - <<'EOF'\nprint(1)\nEOF", "on its input"),
+    ("find . -exec cat {} \\;", "find -exec"),
+    ("find . -fprint out.txt", "writes a file"),
+    ("ls \x1b[2K\rls", "control or invisible"),
+    ("ls \u202e", "control or invisible"),
+    ("echo " + "x" * 5000, "characters long"),
+])
+def test_not_low(ws, command, needle):
+    danger = rate_shell(command, ws)
+    assert danger.level != "low", danger
+    assert any(needle in r for r in danger.reasons), danger.reasons

@@ -99,3 +99,58 @@ def test_workspace_given_through_symlink(tmp_path, layout):
     tb = Toolbox(workspace=Path(alias), policy=Policy(mode="auto"))
     assert tb.call("read_file", {"path": "inside.txt"}).ok
     assert not tb.call("read_file", {"path": "link_file"}).ok
+
+
+# --- opening by descriptor: what was checked is what gets opened ------------------------------------
+
+def test_symlink_swapped_in_after_the_check_is_not_followed(layout):
+    """Deterministic form of the race in test_tools_races.py: check, then swap, then open."""
+    from localspec.tools.paths import Workspace
+    from localspec.tools.result import ToolError
+    ws, outside = layout
+    (ws / "d").mkdir()
+    (ws / "d" / "secret.txt").write_text("inside\n")
+    w = Workspace(ws)
+    file_target, new_target = w.resolve("d/secret.txt"), w.resolve("d/new.txt")
+    os.rename(ws / "d", ws / "d_moved")
+    os.symlink(outside, ws / "d")  # now d/secret.txt by name is the outside secret
+    for attempt in (lambda: w.open(file_target), lambda: w.open_parent(new_target, create=True)):
+        with pytest.raises(ToolError, match="changed while it was being opened"):
+            attempt()
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]  # nothing created outside either
+
+
+def test_file_swapped_for_symlink_after_the_check_is_not_read(layout):
+    from localspec.tools.paths import Workspace
+    from localspec.tools.result import ToolError
+    ws, outside = layout
+    w = Workspace(ws)
+    target = w.resolve("inside.txt")
+    os.rename(ws / "inside.txt", ws / "inside.bak")
+    os.symlink(outside / "secret.txt", ws / "inside.txt")
+    with pytest.raises(ToolError, match="changed while it was being opened"):
+        w.open(target)
+
+
+def test_replaced_workspace_root_is_refused(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("first\n")
+    tb = Toolbox(workspace=root, policy=Policy(mode="auto"))
+    os.rename(root, tmp_path / "elsewhere")
+    root.mkdir()
+    (root / "a.txt").write_text("second\n")
+    res = tb.call("read_file", {"path": "a.txt"})
+    assert not res.ok and "moved or replaced" in res.error
+    assert not tb.call("write_file", {"path": "b.txt", "content": "x"}).ok
+    assert not (root / "b.txt").exists() and not (tmp_path / "elsewhere" / "b.txt").exists()
+
+
+def test_symlink_loop_is_named(tmp_path):
+    os.symlink("loop", tmp_path / "loop")
+    tb = Toolbox(workspace=tmp_path, policy=Policy(mode="auto"))
+    for name, args in [("read_file", {"path": "loop"}), ("write_file", {"path": "loop/x", "content": "x"}),
+                       ("list_dir", {"path": "loop"})]:
+        res = tb.call(name, args)
+        assert not res.ok and "symlink loop" in res.error, (name, res.error)
+    assert tb.call("list_dir", {}).content.splitlines()[1] == "loop -> loop  (symlink)"

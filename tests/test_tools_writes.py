@@ -75,7 +75,7 @@ def test_denied_write_leaves_file_alone(ws):
 
 
 def test_failed_replace_keeps_old_file_and_no_temp(ws, monkeypatch):
-    def boom(src, dst):
+    def boom(src, dst, **dir_fds):  # atomic_write renames relative to a directory descriptor
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(atomic.os, "replace", boom)
@@ -195,3 +195,91 @@ def test_write_danger_high_for_git_internals_and_shrinking(ws):
     tb.call("write_file", {"path": ".git/config", "content": "y\n"})
     assert [r.danger.level for r in reqs] == ["high", "high"]
     assert "shrinking it from 100 to 1 lines" in reqs[0].danger.reasons[0]
+
+
+# --- bounded diffs, fingerprints, descriptors ----------------------------------------------------
+
+@pytest.mark.parametrize("where", [0, 1, 2, 500, 997, 999])
+def test_diff_of_one_change_is_the_same_as_difflibs(where):
+    import difflib
+
+    from localspec.tools import Limits
+    from localspec.tools.textdiff import text_diff
+    old_lines = [f"line {i}\n" for i in range(1000)]
+    new_lines = old_lines[:where] + ["changed\n", "added\n"] + old_lines[where + 1:]
+    old, new = "".join(old_lines), "".join(new_lines)
+    want = "".join(difflib.unified_diff(old_lines, new_lines, "a/f", "b/f", n=3))
+    assert text_diff("f", old, new, Limits()) == (want, 2, 1)
+
+
+def test_diff_without_final_newline_and_creation():
+    from localspec.tools import Limits
+    from localspec.tools.textdiff import text_diff
+    diff, added, removed = text_diff("f", "a\nb", "a\nc", Limits())
+    assert diff == "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n" \
+                   "\\ No newline at end of file\n" and (added, removed) == (1, 1)
+    diff, added, removed = text_diff("f", None, "x\ny\n", Limits())
+    assert diff == "--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+x\n+y\n" and (added, removed) == (2, 0)
+
+
+def test_big_change_is_one_block_with_right_line_numbers():
+    from localspec.tools import Limits
+    from localspec.tools.textdiff import text_diff
+    old = "".join(f"{i}\n" for i in range(100))
+    new = old.replace("10\n", "ten\n").replace("20\n", "twenty\n")
+    diff, added, removed = text_diff("f", old, new, Limits(diff_lines=5))
+    assert diff.splitlines()[2] == "@@ -8,17 +8,17 @@"  # lines 8-10 context, 11-21 changed, 22-24 context
+    assert (added, removed) == (11, 11)
+
+
+def test_overwrite_of_a_big_file_shows_a_summary_not_a_diff(ws):
+    from localspec.tools import Limits
+    (ws / "big.txt").write_text("x\n" * 5000)
+    reqs = []
+    tb = Toolbox(workspace=ws, approver=lambda r: reqs.append(r) or True, limits=Limits(diff_input_bytes=1000))
+    res = tb.call("write_file", {"path": "big.txt", "content": "y\n"})
+    assert res.ok and (ws / "big.txt").read_text() == "y\n"
+    assert reqs[0].diff.startswith("(no diff shown: big.txt, 9.8 KiB -> 2 B, is too large to diff")
+    assert "5000 old lines replaced by 1 new lines" in reqs[0].diff
+    assert reqs[0].danger.level == "high"  # shrinking from 5000 lines to 1 is still seen
+    assert "too large to diff" in reqs[0].summary
+
+
+def test_big_file_changed_during_approval_is_not_clobbered(ws):
+    from localspec.tools import Limits
+    (ws / "big.txt").write_text("x\n" * 5000)
+
+    def approver(req):
+        (ws / "big.txt").write_text("x\n" * 4999 + "z\n")  # same size, other content
+        return True
+
+    tb = Toolbox(workspace=ws, approver=approver, limits=Limits(diff_input_bytes=1000))
+    res = tb.call("write_file", {"path": "big.txt", "content": "y\n"})
+    assert not res.ok and "changed since" in res.error
+    assert (ws / "big.txt").read_text().endswith("z\n")
+
+
+def test_edit_file_size_limit(ws):
+    from localspec.tools import Limits
+    (ws / "big.txt").write_text("x\n" * 1000 + "needle\n")
+    tb = Toolbox(workspace=ws, policy=Policy(mode="auto"), limits=Limits(edit_file_bytes=1000))
+    res = tb.call("edit_file", {"path": "big.txt", "old": "needle", "new": "pin"})
+    assert not res.ok and "too large for edit_file" in res.error and "1000 B" in res.error
+
+
+def test_write_into_a_directory_swapped_for_a_symlink_after_planning(ws, tmp_path_factory):
+    """Plan (checks the path), then the directory becomes a symlink outside, then apply: refused, nothing outside."""
+    outside = tmp_path_factory.mktemp("outside")
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").write_text("old\n")
+
+    def approver(req):
+        os.rename(ws / "d", ws / "d_moved")
+        os.symlink(outside, ws / "d")
+        return True
+
+    tb = Toolbox(workspace=ws, approver=approver)
+    res = tb.call("write_file", {"path": "d/f.txt", "content": "new\n"})
+    assert not res.ok
+    assert list(outside.iterdir()) == []
+    assert (ws / "d_moved" / "f.txt").read_text() == "old\n" and leftovers(ws / "d_moved") == []

@@ -267,7 +267,7 @@ async def test_tool_call_approve_then_deny_always(chat_pair, workspace, home):
         await answer_approval(pilot, "y")
         await wait_for(pilot, lambda: not app.chat.busy, what="the turn to finish")
         card = app.chat.query(ToolCard).first()
-        assert card.status == "ok" and "exit code" in card.result
+        assert card.status == "ok" and "exit code" in card.result, card.result
         assert card.arguments == request.arguments
         calls = messages(app, "call")
         assert calls and '"command"' in calls[0].text  # the call as generated, streamed before the card
@@ -466,9 +466,12 @@ async def test_copy_save_transcript_origins_and_palette(chat_pair, workspace, ho
         await pilot.press("c")
         assert app.clipboard == reply.text
 
-        await pilot.press("ctrl+s")
+        await pilot.press("ctrl+s")  # the export dialog (tests/test_tui_sessions.py covers its choices)
+        await wait_for(pilot, lambda: app.screen is not app.chat, 5, "the export dialog")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is app.chat, 5, "the chat")
         saved = app.last_transcript
-        assert saved is not None and saved.parent == workspace.resolve()
+        assert saved is not None and saved.parent == home / "data" / "exports"
         body = saved.read_text()
         assert "## You\n\nhello" in body and reply.text.strip()[:20] in body
 
@@ -484,7 +487,8 @@ async def test_copy_save_transcript_origins_and_palette(chat_pair, workspace, ho
 
         # The command palette lists the app's commands and runs them.
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for t in ("Models", "Settings", "Toggle token origins", "Save transcript", "Copy last reply"):
+        for t in ("Models", "Settings", "Toggle token origins", "Export conversation", "Conversations",
+                  "Copy last reply"):
             assert t in titles
         from textual.command import CommandPalette
         from textual.widgets import OptionList

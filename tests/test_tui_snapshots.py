@@ -7,6 +7,7 @@ deliberate UI change with `pytest tests/test_tui_snapshots.py --snapshot-update`
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -57,9 +58,12 @@ def snap_env(home, tmp_path, monkeypatch, chat_pair):  # noqa: F811
                                  "larger": ((TARGET_REPO, "bigger-target.gguf", target * 3),
                                             (DRAFT_REPO, DRAFT_FILE, draft))}, "small"))
     monkeypatch.setenv("LOCALSPEC_CATALOG", str(cat))
-    FIXED_CONFIG.parent.mkdir(parents=True, exist_ok=True)
+    # Fixed folders: the header shows the workspace and the help screen the data folders.
+    shutil.rmtree(FIXED_CONFIG.parent, ignore_errors=True)
+    FIXED_CONFIG.parent.mkdir(parents=True)
     FIXED_CONFIG.write_text('approval = "ask"\n[sampling]\ntemperature = 0.2\nseed = 7\n')
-    ws = tmp_path / "ws"
+    monkeypatch.setenv("LOCALSPEC_HOME", str(FIXED_CONFIG.parent / "home"))
+    ws = FIXED_CONFIG.parent / "ws"
     ws.mkdir()
     return ws
 
@@ -107,13 +111,31 @@ def test_chat_screen_token_origins(snap_compare, snap_env, chat_pair):  # noqa: 
     assert snap_compare(make_app(chat_pair, snap_env), terminal_size=SIZE, run_before=run_before)
 
 
+def test_chat_screen_narrow(snap_compare, snap_env, chat_pair):  # noqa: F811
+    """80x24: the panel folds into one line, the footer keeps F1, F2, F3 and Ctrl+Q, the header still fits."""
+    assert snap_compare(make_app(chat_pair, snap_env), terminal_size=(80, 24), run_before=fill_chat)
+
+
+def test_help_screen(snap_compare, snap_env, chat_pair):  # noqa: F811
+    from localspec.tui.screens.help import HelpScreen
+
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), 5, "the help screen")
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(chat_pair, snap_env), terminal_size=SIZE, run_before=run_before)
+
+
 def test_approval_modal(snap_compare, snap_env, chat_pair):  # noqa: F811
     request = ApprovalRequest(
         tool="edit_file", arguments={"path": "src/app.py", "old": "DEBUG = True", "new": "DEBUG = False"},
         cwd=Path("/home/user/project"), danger=Danger("medium", ("changes an existing file",)),
         summary="edit src/app.py (+1 -1)",
         diff="--- a/src/app.py\n+++ b/src/app.py\n@@ -1,3 +1,3 @@\n import os\n-DEBUG = True\n+DEBUG = False\n"
-             " PORT = 8080\n")
+             " PORT = 8080\n",
+        patterns=("src/app.py",), always="later edit_file calls on src/app.py")
 
     async def run_before(pilot):
         await settle(pilot)

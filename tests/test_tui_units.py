@@ -1,19 +1,17 @@
-"""The app's plain-Python parts: batching of streamed tokens, statistics views, the transcript file, the relay from
+"""The app's plain-Python parts: batching of streamed tokens, statistics views, the relay from
 agent events to UI events, the settings form's field types, and the command-line options."""
 
 from __future__ import annotations
 
 import argparse
 import threading
-from datetime import datetime
 
 import pytest
 
 from localspec.errors import ConfigError
 from localspec.speculative.stats import Stats
-from localspec.tui import transcript
 from localspec.tui.livestats import SessionView, StatsView
-from localspec.tui.turn import Batcher, Notice, TextChunk, ToolFinished, ToolStarted
+from localspec.tui.turn import Batcher, TextChunk, ToolFinished, ToolStarted, TurnNotice
 
 
 class Clock:
@@ -59,32 +57,20 @@ def test_batcher_splits_text_from_call_and_skips_rates_across_pauses():
 
 
 def test_stats_view_live_and_final():
-    s = Stats(generated_tokens=40, target_passes=16, drafted=50, accepted=24, target_token_s=0.02)
+    s = Stats(generated_tokens=40, target_passes=16, drafted=50, accepted=24, target_token_s=0.02, draft_s=0.2,
+              verify_s=0.6)
     s.drafters["model"].drafted, s.drafters["model"].accepted = 50, 24
     live = StatsView.of(s, elapsed_s=2.0, target_token_s=0.03)
-    assert live.tokens_per_second == 20.0 and live.estimated_speedup == pytest.approx(40 * 0.03 / 2.0)
+    # speedup: 40 tokens x 0.03 s (one single-token pass) over 0.8 s of drafting and verifying
+    assert live.tokens_per_second == 20.0 and live.estimated_speedup == pytest.approx(40 * 0.03 / 0.8)
     assert live.acceptance_rate == 24 / 50 and live.mean_accepted_length == 2.5 and live.drafters == {"model": (50, 24)}
     s.wall_s, s.prefill_s, s.finish_reason = 3.0, 1.0, "length"
     final = StatsView.of(s)
-    assert final.tokens_per_second == 20.0 and final.estimated_speedup == pytest.approx(40 * 0.02 / 2.0)
+    assert final.tokens_per_second == 20.0 and final.estimated_speedup == pytest.approx(40 * 0.02 / 0.8)
     assert final.finish_reason == "length"
     totals = SessionView().add(final, 2.0).add(final, 2.0)
     assert (totals.turns, totals.generated, totals.tokens_per_second) == (2, 80, 20.0)
     assert totals.acceptance_rate == 24 / 50 and totals.mean_accepted_length == 2.5
-
-
-def test_transcript_markdown_and_save(tmp_path):
-    entries = [transcript.Entry("user", "hi"), transcript.Entry("tool", "a.txt\nb.txt", "list_dir", '{"path": "."}'),
-               transcript.Entry("assistant", "Two files."), transcript.Entry("error", "context full")]
-    when = datetime(2025, 1, 2, 3, 4, 5)
-    text = transcript.to_markdown(entries, pair="qwen3-1.7b", when=when)
-    assert text.startswith("# localspec transcript, 2025-01-02 03:04\n\nModel pair: qwen3-1.7b")
-    assert "## You\n\nhi" in text and "### Tool call: list_dir" in text and "## Assistant\n\nTwo files." in text
-    assert "> error: context full" in text
-    first = transcript.save(entries, tmp_path, when=when)
-    second = transcript.save(entries, tmp_path, when=when)
-    assert first.name == "localspec-transcript-20250102-030405.md" and second != first  # never overwritten
-    assert first.read_text() == second.read_text()
 
 
 def test_relay_turns_agent_events_into_ui_events(tiny_pair_paths, tmp_path):
@@ -111,12 +97,12 @@ def test_relay_turns_agent_events_into_ui_events(tiny_pair_paths, tmp_path):
     finally:
         pair.close()
     kinds = [type(e).__name__ for e in posted]
-    assert kinds == ["TextChunk", "TextChunk", "ToolStarted", "ToolFinished", "Notice"]
+    assert kinds == ["TextChunk", "TextChunk", "ToolStarted", "ToolFinished", "TurnNotice"]
     assert posted[0] == TextChunk((("target", "Let me check."),), None, None, "text")
     assert posted[1].kind == "call" and posted[1].text == '{"name": "list_dir", "arguments": {}}'
     assert posted[2] == ToolStarted("c1", "list_dir", {})
     assert posted[3] == ToolFinished("c1", True, "a.txt", None)
-    assert posted[4] == Notice("a repeat of the same call was dropped")
+    assert posted[4] == TurnNotice("a repeat of the same call was dropped")
 
 
 def test_settings_form_field_types():

@@ -23,8 +23,8 @@ class Event:
 
 @dataclass
 class TextDelta(Event):
-    """Generated text as it is verified. kind "text" is the visible answer, "call" is a tool call being written
-    (under the schema constraint). origin is who proposed the token: "target", "model", "schema", ... so a UI can
+    """Generated text as it is verified. kind "text" is the visible answer, "reasoning" what a reasoning model
+    thinks before it (`<think>` tags left out), "call" is a tool call being written (under the schema constraint). origin is who proposed the token: "target", "model", "schema", ... so a UI can
     colour accepted drafts."""
     step: int
     text: str
@@ -113,7 +113,7 @@ class StepStats(Event):
     """Engine statistics of one step: `stats` merges the step's generations (free text, then the call)."""
     step: int
     stats: Stats
-    generations: list = field(default_factory=list)  # [(phase, Stats)], phase "text" | "call"
+    generations: list = field(default_factory=list)  # [(phase, Stats)], phase "reasoning" | "text" | "call" | "probe"
     type = "stats"
 
     def record(self) -> dict:

@@ -16,6 +16,7 @@ import json
 import threading
 from typing import Callable
 
+from localspec.chat import reasoning as think
 from localspec.chat.prompt import chat_prompt_tokens, tool_format
 from localspec.errors import ConfigError, ContextOverflowError
 from localspec.speculative.engine import GenParams
@@ -37,12 +38,21 @@ DEFAULT_SYSTEM = ("You are a helpful assistant working in the user's project fol
                   "root. When a tool result gives you what you need, answer the user directly.")
 
 
+def _assistant(turn) -> dict:
+    """The assistant message of a turn: the answer as content, the reasoning apart (each template decides whether
+    to show it again; Qwen3's keeps it only for the tool-call steps of the current request)."""
+    message = {"role": "assistant", "content": turn.text}
+    if turn.reasoning:
+        message["reasoning_content"] = turn.reasoning
+    return message
+
+
 class Agent:
     def __init__(self, engine, toolbox, *, model=None, system: str | None = None,
                  params: GenParams = GenParams(max_tokens=512), max_steps: int = 8,
                  tools: list[str] | tuple[str, ...] | None = None, call_max_tokens: int = 1024,
                  max_calls_per_turn: int = 8, result_chars: int | None = None,
-                 transcript: Transcript | None = None, call_format=None):
+                 transcript: Transcript | None = None, call_format=None, thinking: bool = True):
         if max_steps < 1:
             raise ConfigError("max_steps must be >= 1")
         if max_calls_per_turn < 1:
@@ -52,6 +62,8 @@ class Agent:
         self.model = model if model is not None else engine.target.model
         self.format = call_format or tool_format(self.model)
         self.max_steps = max_steps
+        # Reasoning models: think before answering (a UI may switch it between runs; chat/reasoning.py).
+        self.thinking = thinking
         self.settings = TurnSettings(params, call_max_tokens, max_calls_per_turn)
         # A tool result may not flood the context: about a quarter of the window by default (~4 chars/token).
         self.result_chars = result_chars or max(2000, engine.target.n_ctx)
@@ -62,7 +74,7 @@ class Agent:
         if transcript is not None:
             transcript.write("session", {
                 "model": str(getattr(self.model, "path", "")), "format": self.format.name,
-                "workspace": str(toolbox.root), "policy": toolbox.policy.mode, "tools": self._tool_names,
+                "workspace": str(toolbox.root), "policy": toolbox.policy.mode, "tools": self.tool_names,
                 "max_steps": max_steps, "system": system})
 
     # -- public -------------------------------------------------------------------------------------------------
@@ -77,7 +89,7 @@ class Agent:
 
     def tool_specs(self, only: str | None = None) -> list[dict]:
         """The tool definitions the model sees (policy-refused tools are left out)."""
-        names = [only] if only else self._tool_names
+        names = [only] if only else self.tool_names
         return [s for s in self.toolbox.specs(available_only=True) if s["function"]["name"] in names]
 
     def run(self, prompt: str, *, tool_choice: str | dict = "auto", cancel: threading.Event | None = None,
@@ -124,10 +136,13 @@ class Agent:
             specs = self.tool_specs()  # per step: a UI may switch the policy mode between steps
             if not specs:
                 step_choice = "none"
-            prompt = chat_prompt_tokens(self.model, self.messages, tools=specs or None)
+            template = self.model.chat_template
+            prompt = chat_prompt_tokens(self.model, think.no_think(self.messages, template, self.thinking),
+                                        tools=specs or None, template_vars=think.template_vars(template, self.thinking))
             callable_specs = [s for s in specs if s["function"]["name"] == only] if only and step == 1 else specs
             turn = generate_turn(self.engine, self.model, self.format, prompt, callable_specs, step_choice,
-                                 self.settings, step=step, cancel=cancel, emit=emit)
+                                 self.settings, step=step, cancel=cancel, emit=emit,
+                                 reasoning=think.reply_state(self.model, template, prompt))
             result.steps = step
             step_stats = Stats()
             for _, s in turn.generations:
@@ -137,13 +152,15 @@ class Agent:
             for notice in turn.notices:
                 emit(Notice(step, notice))
             result.text = turn.text
+            if turn.reasoning:
+                result.reasoning = (result.reasoning + "\n\n" + turn.reasoning).strip()
             if turn.finish == "cancelled" or cancel.is_set():
                 if turn.text:
-                    self._add(emit, result, {"role": "assistant", "content": turn.text})
+                    self._add(emit, result, _assistant(turn))
                 result.finish_reason = "cancelled"
                 return
             if not turn.calls:
-                self._add(emit, result, {"role": "assistant", "content": turn.text})
+                self._add(emit, result, _assistant(turn))
                 if turn.wanted_call and last:
                     result.finish_reason = "max_steps"
                 elif turn.finish in ("length", "context"):
@@ -159,7 +176,7 @@ class Agent:
 
     def _run_calls(self, result: AgentResult, step: int, turn, cancel, emit) -> None:
         calls = [(new_call_id(), name, args) for name, args in turn.calls]
-        self._add(emit, result, {"role": "assistant", "content": turn.text, "tool_calls": [
+        self._add(emit, result, {**_assistant(turn), "tool_calls": [
             {"id": cid, "type": "function",
              "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
             for cid, name, args in calls]})
@@ -222,10 +239,15 @@ class Agent:
                 on_event(event)
         return emit
 
-    def _check_tools(self, tools) -> list[str]:
+    @property
+    def tool_names(self) -> list[str]:
+        """The tools offered: the ones asked for, else every tool the toolbox has now (MCP servers may come and go)."""
+        return list(self._tool_names) if self._tool_names is not None else self.toolbox.names()
+
+    def _check_tools(self, tools) -> list[str] | None:
         known = self.toolbox.names()
         if tools is None:
-            return list(known)
+            return None
         unknown = [t for t in tools if t not in known]
         if unknown:
             raise ConfigError(f"unknown tool(s) {', '.join(unknown)}; available: {', '.join(known)}")
@@ -241,6 +263,6 @@ class Agent:
             if tool_choice == "required" and not self.tool_specs():
                 raise ConfigError("tool_choice 'required' but no tool is available (check the policy mode)")
             return tool_choice, None
-        if tool_choice in self._tool_names and self.tool_specs(tool_choice):
+        if tool_choice in self.tool_names and self.tool_specs(tool_choice):
             return "required", tool_choice
         raise ConfigError(f"invalid tool_choice {tool_choice!r}: use auto, required, none or an available tool name")

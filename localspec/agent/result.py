@@ -23,13 +23,15 @@ class ToolCallRecord:
     ran: bool = True
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments, "ok": self.result.ok,
-                "content": self.result.content, "error": self.result.error, "step": self.step, "ran": self.ran}
+        """One entry of `tool_calls` in `localspec run --tools --json` (a contract: keys and order as printed)."""
+        return {"name": self.name, "arguments": self.arguments, "ok": self.result.ok, "content": self.result.content,
+                "error": self.result.error}
 
 
 @dataclass
 class AgentResult:
     text: str = ""  # the final assistant text
+    reasoning: str = ""  # what a reasoning model thought in this run (its steps' reasoning, in order)
     steps: int = 0  # model turns taken
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     stats: Stats = field(default_factory=Stats)  # all generations of the run merged
@@ -38,7 +40,9 @@ class AgentResult:
     messages: list[dict] = field(default_factory=list)  # messages this run added to the conversation
     transcript: str | None = None  # path of the session's JSONL transcript
 
-    def to_dict(self) -> dict:
-        return {"text": self.text, "steps": self.steps, "tool_calls": [c.to_dict() for c in self.tool_calls],
+    def to_dict(self, **run_info) -> dict:
+        """What `localspec run --tools --json` prints (a contract: keys and order as printed). `run_info` (the CLI
+        passes the target and draft paths) goes just before "transcript", where the CLI has always printed it."""
+        return {"text": self.text, "reasoning": self.reasoning, "steps": self.steps, "tool_calls": [c.to_dict() for c in self.tool_calls],
                 "finish_reason": self.finish_reason, "error": self.error, "stats": self.stats.to_dict(),
-                "transcript": self.transcript}
+                **run_info, "transcript": self.transcript}

@@ -4,6 +4,10 @@ Free generation stops on the format's triggers (stop strings). If a trigger was 
 from exactly there (the prompt is the history plus the emitted trigger) with a GrammarConstraint over the tools'
 JSON Schemas, so every call that comes out is valid; further calls in the same turn follow the same way.
 Formats whose call body is not JSON (Gemma styles) are generated freely and parsed with the format's parser.
+
+Reasoning models (chat/reasoning.py) think first: the reasoning is generated freely up to `</think>` (no call
+triggers: a model that mentions `<tool_call>` while thinking has not made a call), then the answer and its calls
+as above, from the prompt plus the reasoning.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from localspec.speculative.engine import GenParams
 from localspec.speculative.grammar import WRAP_UP, GrammarConstraint
 from localspec.speculative.stats import Stats
 
+from localspec.chat import reasoning as think
+
 from .calls import call_grammar, constrainable, cut_at_trigger, list_form, parse_constrained
 from .events import TextDelta
 
@@ -24,6 +30,7 @@ from .events import TextDelta
 @dataclass
 class TurnOutput:
     text: str = ""  # the visible part of the message (without the call text)
+    reasoning: str = ""  # what a reasoning model thought before it answered
     calls: list = field(default_factory=list)  # [(name, arguments)]
     generations: list = field(default_factory=list)  # [(phase, Stats)]
     finish: str = ""  # finish reason of the last generation (engine terms)
@@ -39,8 +46,9 @@ class TurnSettings:
 
 
 def generate_turn(engine, model, fmt, prompt: list[int], tools: list[dict], choice: str, settings: TurnSettings,
-                  *, step: int, cancel, emit: Callable) -> TurnOutput:
-    """choice: "auto" | "required" | "none"; `tools` are the definitions a call may use."""
+                  *, step: int, cancel, emit: Callable, reasoning: str = think.OFF) -> TurnOutput:
+    """choice: "auto" | "required" | "none"; `tools` are the definitions a call may use. `reasoning` is how the
+    reply starts (reasoning.prompt_state): "open", "maybe" or "off"."""
     out = TurnOutput()
     json_calls = constrainable(fmt)
     if choice == "required":
@@ -56,9 +64,19 @@ def generate_turn(engine, model, fmt, prompt: list[int], tools: list[dict], choi
         _, text = _free(engine, list(prompt) + head, settings.params, cancel, emit, step, out, kind="call")
         return _parsed(fmt, fmt.call_prefix + text, out)
 
+    lead: tuple[list, str] = ([], "")
+    if reasoning != think.OFF:
+        thought = _think(engine, model, prompt, settings.params, reasoning == think.OPEN_STATE, cancel, emit, step,
+                         out)
+        if thought is None:
+            return out
+        prompt, lead, room = thought
+        settings = dataclasses.replace(settings, params=dataclasses.replace(settings.params, max_tokens=room))
+        if not lead[1]:  # after a reasoning block (not a reply that began as an answer)
+            emit = _answer_emitter(emit)
     stop = tuple(settings.params.stop) + (tuple(fmt.triggers or (fmt.trigger,)) if json_calls else ())
     params = dataclasses.replace(settings.params, stop=stop)
-    tokens, text = _free(engine, prompt, params, cancel, emit, step, out)
+    tokens, text = _free(engine, prompt, params, cancel, emit, step, out, lead=lead)
     if json_calls and out.finish == "stop":
         start = cut_at_trigger(model, fmt, tokens)
         if start is not None:
@@ -83,9 +101,11 @@ def _parsed(fmt, text: str, out: TurnOutput) -> TurnOutput:
     return out
 
 
-def _free(engine, prompt, params: GenParams, cancel, emit, step, out: TurnOutput, kind: str = "text"):
-    tokens, parts = [], []
-    for ev in engine.stream(prompt, params, cancel=cancel):
+def _free(engine, prompt, params: GenParams, cancel, emit, step, out: TurnOutput, kind: str = "text",
+          lead: tuple[list, str] = ([], "")):
+    """Free text from `prompt`; `lead` is (tokens, text) of the reply already generated (they continue it)."""
+    tokens, parts = list(lead[0]), [lead[1]]
+    for ev in engine.stream(list(prompt) + tokens, params, cancel=cancel):
         if ev.token >= 0:
             tokens.append(ev.token)
         if ev.text:
@@ -93,6 +113,63 @@ def _free(engine, prompt, params: GenParams, cancel, emit, step, out: TurnOutput
             emit(TextDelta(step, ev.text, ev.origin, ev.token, kind))
     _record(engine, out, kind)
     return tokens, "".join(parts)
+
+
+def _think(engine, model, prompt, params: GenParams, opened: bool, cancel, emit, step, out: TurnOutput):
+    """Generate the reasoning, up to and including `</think>`. Returns (prompt for the answer, (tokens, text) of the
+    answer already written, tokens left for it), or None when the turn ends here (cancelled, or no room left).
+
+    When the model does not open a block ("maybe" and its first text is something else), it is answering: the
+    generation stops there and the answer continues from it with the call triggers watched."""
+    splitter = think.ReasoningSplitter(opened=opened)
+    tokens: list[int] = []
+    answering = False
+    gen = engine.stream(prompt, dataclasses.replace(params, stop=tuple(params.stop) + (think.CLOSE,)), cancel=cancel)
+    try:
+        for ev in gen:
+            if ev.token >= 0:
+                tokens.append(ev.token)
+            for kind, piece in splitter.feed(ev.text):
+                emit(TextDelta(step, piece, ev.origin, ev.token, "reasoning" if kind == "reasoning" else "text"))
+            if splitter.state == "answer":
+                answering = True
+                break
+    finally:
+        gen.close()  # the engine's bookkeeping (statistics) runs now, also when we stopped early
+    _record(engine, out, "reasoning" if not answering else "text")
+    if answering:
+        return prompt, (tokens, splitter.answer), params.max_tokens - len(tokens)
+    closed = think.CLOSE.encode() in b"".join(model.token_bytes(t) for t in tokens)
+    if closed:
+        splitter.close()
+    else:
+        for kind, piece in splitter.finish():
+            emit(TextDelta(step, piece, "target", -1, "reasoning" if kind == "reasoning" else "text"))
+    out.reasoning = splitter.reasoning
+    room = params.max_tokens - len(tokens)
+    if not closed or room < 1:  # cancelled, a stop string, or the token limit inside the reasoning
+        if out.finish == "stop" and not closed:
+            out.text = splitter.answer.strip()
+        elif room < 1 and out.finish == "stop":
+            out.finish = "length"
+        return None
+    return list(prompt) + tokens, ([], ""), room
+
+
+def _answer_emitter(emit: Callable) -> Callable:
+    """The answer after a reasoning block starts with blank lines (`</think>\n\n`): they are not shown."""
+    started = False
+
+    def answer(ev):
+        nonlocal started
+        if ev.kind == "text" and not started:
+            text = ev.text.lstrip()
+            if not text:
+                return
+            started = True
+            ev = dataclasses.replace(ev, text=text)
+        emit(ev)
+    return answer
 
 
 def _call_phase(engine, model, fmt, prompt, emitted, tools, settings: TurnSettings, out: TurnOutput, step, cancel,
@@ -122,8 +199,9 @@ def _call_phase(engine, model, fmt, prompt, emitted, tools, settings: TurnSettin
         start = _probe(engine, model, fmt, prompt, settings, out, cancel)
         if start is None:
             return out
-        if start.before.strip():
-            out.text = (out.text + "\n" + start.before.strip()).strip()
+        before = think.split(start.before)[1] if think.CLOSE in start.before else start.before
+        if before.strip():  # (a reasoning model may think again between calls: that is not answer text)
+            out.text = (out.text + "\n" + before.strip()).strip()
         prompt += start.tokens
         emitted = start.emitted
 

@@ -1,4 +1,5 @@
-"""BFCL "AST match" scoring of predicted calls (simplified from bfcl_eval's ast_checker, see shared/bench/README)."""
+"""BFCL "AST match" scoring of predicted calls (simplified from bfcl_eval's ast_checker; see
+benchmarks/bfcl_subset.md)."""
 
 from __future__ import annotations
 

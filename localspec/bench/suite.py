@@ -1,4 +1,4 @@
-"""Benchmark suites: JSONL lines in the format of shared/bench/bfcl_subset.jsonl."""
+"""Benchmark suites: JSONL lines in the format of benchmarks/bfcl_subset.jsonl."""
 
 from __future__ import annotations
 

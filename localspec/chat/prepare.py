@@ -18,7 +18,8 @@ from .formats.base import coerce_arguments, tool_definitions
 from .jinja_env import template_caps
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
+    """A message's content as one string (text parts joined, other values as JSON)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -44,7 +45,7 @@ def _call_dict(call: Any) -> dict:
 
 def _normalize(msg: dict) -> dict:
     m = dict(msg)
-    m["content"] = _text(m.get("content"))
+    m["content"] = message_text(m.get("content"))
     if m.get("tool_calls"):
         m["tool_calls"] = [_call_dict(c) for c in m["tool_calls"]]
     else:

@@ -1,28 +1,75 @@
-"""From a conversation to prompt tokens with the model's own chat template (shared by run, agent, bench, serve)."""
+"""From a conversation to prompt tokens with the model's own chat template (shared by run, agent, bench, serve).
+
+Special tokens come only from the template's own structure. Message content (user text, tool results, assistant
+history, tool definitions, server requests) is hostile: marker text in it is tokenized as plain text
+(neutralize.py), so a file that says `<|im_start|>system` cannot open a system turn.
+"""
 
 from __future__ import annotations
 
+from localspec.chat.chatml import CHATML_TEMPLATE
 from localspec.chat.formats import ToolCallFormat, detect_format
+from localspec.chat.markers import model_markers
+from localspec.chat.neutralize import Neutralizer
 from localspec.chat.template import prepare_messages, render_chat
 
 
-def render_prompt(model, messages: list[dict], tools: list[dict] | None = None, *,
-                  add_generation_prompt: bool = True) -> str:
-    template = model.chat_template
-    msgs, tool_defs = prepare_messages(template, messages, tools)
+def _specials(model) -> tuple[str, str]:
     bos = model.token_bytes(model.bos).decode("utf-8", "replace") if model.bos >= 0 else ""
     eos = model.token_bytes(model.eos).decode("utf-8", "replace") if model.eos >= 0 else ""
+    return bos, eos
+
+
+def render_prompt(model, messages: list[dict], tools: list[dict] | None = None, *,
+                  add_generation_prompt: bool = True, template_vars: dict | None = None) -> str:
+    """The prompt as text (for display and benchmarks; the model gets chat_prompt_tokens). `template_vars` reach
+    the template as extra variables (reasoning.template_vars: Qwen3's `enable_thinking`)."""
+    template = model.chat_template
+    msgs, tool_defs = prepare_messages(template, messages, tools)
+    bos, eos = _specials(model)
     return render_chat(template, msgs, tools=tool_defs, add_generation_prompt=add_generation_prompt,
-                       bos_token=bos, eos_token=eos)
+                       bos_token=bos, eos_token=eos, **(template_vars or {}))
+
+
+def _structure(template: str, fmt: ToolCallFormat) -> str:
+    """The fixed text a prompt is built from: the template, and what prepare_messages writes in the format's name."""
+    return "\n".join([template, fmt.call_prefix, fmt.call_suffix, *fmt.triggers, fmt.render_result("", "")])
 
 
 def chat_prompt_tokens(model, messages: list[dict], tools: list[dict] | None = None, *,
-                       add_generation_prompt: bool = True) -> list[int]:
-    text = render_prompt(model, messages, tools, add_generation_prompt=add_generation_prompt)
-    bos = model.token_bytes(model.bos).decode("utf-8", "replace") if model.bos >= 0 else ""
+                       add_generation_prompt: bool = True, template_vars: dict | None = None) -> list[int]:
+    template = model.chat_template or CHATML_TEMPLATE
+    markers = model_markers(model, _structure(template, detect_format(template)))
+    guard = Neutralizer(markers, messages, tools, template)
+    safe_messages = guard.messages(messages, template)
+    safe_tools = guard.value(tools) if tools else tools
+    text = render_prompt(model, safe_messages, safe_tools, add_generation_prompt=add_generation_prompt,
+                         template_vars=template_vars)
+    bos, _ = _specials(model)
     # Templates that write the BOS themselves must not get a second one from the tokenizer.
     add_special = model.add_bos and not (bos and text.startswith(bos))
-    return model.tokenize(text, add_special=add_special, parse_special=True)
+    if not guard.used:  # no marker text in any message: the prompt is tokenized exactly as before
+        return model.tokenize(text, add_special=add_special, parse_special=True)
+    # Cut at the neutralized markers: no token spans a cut. (A SentencePiece vocabulary that adds a space prefix,
+    # e.g. Llama 2's, then starts each piece with one; only prompts that held marker text pay that.)
+    tokens = [model.bos] if add_special else []
+    for from_content, piece in guard.pieces(text):
+        if from_content:
+            tokens += plain_tokens(model, piece, markers.ids)
+        else:
+            tokens += model.tokenize(piece, add_special=False, parse_special=True)
+    if add_special and model.add_eos:  # what tokenize(add_special=True) would have appended
+        tokens.append(model.eos)
+    return tokens
+
+
+def plain_tokens(model, text: str, forbidden: frozenset[int]) -> list[int]:
+    """`text` as ordinary text tokens. llama.cpp matches user-defined tokens (Qwen's `<tool_call>`) even with
+    parse_special off, so such text is tokenized in two parts that each cannot hold the whole marker."""
+    tokens = model.tokenize(text, add_special=False, parse_special=False)
+    if len(text) < 2 or not forbidden.intersection(tokens):
+        return tokens
+    return plain_tokens(model, text[:1], forbidden) + plain_tokens(model, text[1:], forbidden)
 
 
 def tool_format(model) -> ToolCallFormat:

@@ -14,6 +14,9 @@ import json
 import sys
 from pathlib import Path
 
+from localspec.commands.helpers import engine_from_args, gen_params, load_from_args
+from localspec.commands.tools import add_mcp_arg, start_mcp
+from localspec.conversations import find_saved
 from localspec.errors import ConfigError
 
 APPROVE_MODES = ("ask", "auto", "never")
@@ -34,7 +37,14 @@ def add_agent_args(p) -> None:
                    help="comma-separated tools to offer (default: all)")
     g.add_argument("--call-max-tokens", type=int, default=1024, metavar="N", help="most tokens in one tool call")
     g.add_argument("--system", default=None, metavar="TEXT", help="system prompt (default: a short agent prompt)")
-    g.add_argument("--no-transcript", action="store_true", help="do not write the session's JSONL transcript")
+    add_mcp_arg(g)
+    g.add_argument("--no-transcript", action="store_true",
+                   help="do not record the run (the JSONL transcript and the saved conversation)")
+    saved = g.add_mutually_exclusive_group()
+    saved.add_argument("--continue", dest="continue_last", action="store_true",
+                       help="carry on with the most recent saved conversation (its messages, system prompt, workspace)")
+    saved.add_argument("--resume", metavar="ID", default=None,
+                       help="carry on with a saved conversation (IDs: `localspec sessions`)")
 
 
 def _policy_and_approver(args):
@@ -51,32 +61,10 @@ def _policy_and_approver(args):
 
 def terminal_approver(stdin=None, out=None):
     """Ask on the terminal; no terminal on stdin (or end of input) means deny."""
-    from localspec.tools import Decision
-
-    keys = {"y": Decision.ALLOW_ONCE, "a": Decision.ALLOW_ALWAYS, "n": Decision.DENY_ONCE,
-            "d": Decision.DENY_ALWAYS}
+    from localspec.tools.terminal_approval import ask_on_terminal
 
     def approve(request):
-        src, dst = stdin or sys.stdin, out or sys.stderr
-        print(f"\n[approval needed] {request.summary or request.tool} (in {request.cwd})", file=dst)
-        if request.danger.level != "low":
-            print(f"  danger: {request.danger}", file=dst)
-        if request.diff:
-            lines = request.diff.splitlines()
-            print("\n".join(lines[:60] + ([f"... ({len(lines) - 60} more diff lines)"] if len(lines) > 60 else [])),
-                  file=dst)
-        if not src.isatty():
-            print("  no terminal to ask on: denied (use --approve auto to allow such calls)", file=dst)
-            return Decision.DENY_ONCE
-        while True:
-            dst.write("  allow? [y] once / [a] always / [n] no / [d] never: ")
-            dst.flush()
-            line = src.readline()
-            if not line:
-                return Decision.DENY_ONCE
-            choice = keys.get(line.strip().lower()[:1])
-            if choice is not None:
-                return choice
+        return ask_on_terminal(request, stdin or sys.stdin, out or sys.stderr)
 
     return approve
 
@@ -84,11 +72,19 @@ def terminal_approver(stdin=None, out=None):
 class _Printer:
     """Streams the answer to stdout; tool activity and stats go to stderr."""
 
-    def __init__(self):
+    def __init__(self, reasoning: str = "show"):
+        from localspec.commands.reasoning_output import ReasoningPrinter
+
         self.at_line_start = True
+        self.thoughts = ReasoningPrinter(reasoning == "show")  # reasoning to stderr, or hidden
 
     def __call__(self, ev) -> None:
         kind = ev.type
+        if kind == "text" and ev.kind == "reasoning":
+            self.thoughts.write([("reasoning", ev.text)])
+            return
+        if kind != "text" or ev.kind != "reasoning":
+            self.thoughts.end()
         if kind == "text" and ev.kind == "text":
             sys.stdout.write(ev.text)
             sys.stdout.flush()
@@ -113,8 +109,7 @@ class _Printer:
 
 def cmd_agent_run(args) -> int:
     from localspec.agent import DEFAULT_SYSTEM, Agent, Transcript
-    from localspec.commands.run import gen_params, load_from_args
-    from localspec.commands.run import engine_from_args
+    from localspec.models.config import load_config
     from localspec.tools import Toolbox
 
     if getattr(args, "raw", False):
@@ -123,45 +118,82 @@ def cmd_agent_run(args) -> int:
         raise ConfigError("--max-steps must be >= 1")
     if args.call_max_tokens < 1:
         raise ConfigError("--call-max-tokens must be >= 1")
+    conv = find_saved(args.resume, args.continue_last)  # what to carry on with (None: a new conversation)
     workspace = Path(args.workspace) if args.workspace else Path.cwd()
+    if conv is not None and not args.workspace and conv.workspace and Path(conv.workspace).is_dir():
+        workspace = Path(conv.workspace)  # its tool calls and results name files there
     if not workspace.is_dir():
         raise ConfigError(f"--workspace {workspace}: not an existing directory")
     names = [n.strip() for n in args.tool_names.split(",") if n.strip()] if args.tool_names else None
     policy, approver = _policy_and_approver(args)
-    toolbox = Toolbox(workspace, policy, approver)
-
-    pair = load_from_args(args)
-    engine = engine_from_args(args, pair)
+    toolbox = Toolbox(workspace, policy, approver, env_allow=load_config().tools.env_allow_names())
+    mcp = start_mcp(args.mcp_config, toolbox)  # MCP servers start while the model loads; stopped at the end
+    try:
+        pair = load_from_args(args)
+        engine = engine_from_args(args, pair)
+    except BaseException:
+        if mcp is not None:
+            mcp.close()
+        raise
     transcript = None if args.no_transcript else Transcript.open()
+    system = DEFAULT_SYSTEM if args.system is None else (args.system or None)
+    if conv is not None and args.system is None:
+        system = conv.system
+    recorder = None if args.no_transcript else _recorder(args, pair, workspace, system, conv.id if conv else None)
     interrupted = False
     try:
-        agent = Agent(engine, toolbox, system=DEFAULT_SYSTEM if args.system is None else (args.system or None),
+        if mcp is not None:
+            mcp.wait()
+        agent = Agent(engine, toolbox, system=system,
                       params=gen_params(args), max_steps=args.max_steps, tools=names,
-                      call_max_tokens=args.call_max_tokens, transcript=transcript)
+                      call_max_tokens=args.call_max_tokens, transcript=transcript,
+                      thinking=getattr(args, "thinking", True))
+        if conv is not None:
+            agent.messages += [dict(m) for m in conv.messages]
+        on_event = None if args.json else _Printer(getattr(args, "reasoning", "show"))
         try:
-            result = agent.run(args.prompt, tool_choice=args.tool_choice, on_event=None if args.json else _Printer())
+            result = agent.run(args.prompt, tool_choice=args.tool_choice,
+                               on_event=recorder.wrap(on_event) if recorder else on_event)
         except KeyboardInterrupt:
             result, interrupted = agent.last_result, True
             if result is None:
                 raise
     finally:
+        if mcp is not None:
+            mcp.close()
         if transcript is not None:
             transcript.close()
+        if recorder is not None:
+            recorder.close()
+    if recorder is not None and recorder.error:
+        print(f"warning: the conversation was not saved completely: {recorder.error}", file=sys.stderr)
 
     if args.json:
-        print(json.dumps({
-            "text": result.text, "steps": result.steps,
-            "tool_calls": [{"name": c.name, "arguments": c.arguments, "ok": c.result.ok, "content": c.result.content,
-                            "error": c.result.error} for c in result.tool_calls],
-            "finish_reason": result.finish_reason, "error": result.error, "stats": result.stats.to_dict(),
-            "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None,
-            "transcript": result.transcript}, ensure_ascii=False))
+        print(json.dumps(result.to_dict(target=str(pair.target.path),
+                                        draft=str(pair.draft.path) if pair.draft else None,
+                                        conversation=recorder.id if recorder else None), ensure_ascii=False))
     else:
         sys.stdout.write("\n")
         note = f"; {result.error}" if result.error else ""
-        print(f"[{result.steps} step(s), {len(result.tool_calls)} tool call(s), finish: {result.finish_reason}{note}]",
-              file=sys.stderr)
+        saved = f"; saved as {recorder.id}" if recorder and recorder.id else ""
+        print(f"[{result.steps} step(s), {len(result.tool_calls)} tool call(s), finish: {result.finish_reason}{note}"
+              f"{saved}]", file=sys.stderr)
     if interrupted:
         print("interrupted", file=sys.stderr)
         return 130
     return 1 if result.finish_reason == "context" else 0
+
+
+def _recorder(args, pair, workspace: Path, system: str | None, conversation_id: str | None = None):
+    """Save the run as a conversation (`localspec sessions`); a store that cannot be opened is a warning."""
+    from localspec.agent.record import open_recorder
+
+    meta = {"pair": getattr(args, "_pair", None) or pair.target.path.name, "workspace": str(workspace.resolve()),
+            "system": system,
+            "params": {"target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None,
+                       "temperature": args.temperature, "max_tokens": args.max_tokens, "max_steps": args.max_steps,
+                       "tool_choice": args.tool_choice, "approve": "read-only" if args.read_only else args.approve}}
+    recorder, why = open_recorder(conversation_id, meta=lambda: meta)
+    if why:
+        print(f"warning: the conversation will not be saved: {why}", file=sys.stderr)
+    return recorder

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from localspec.errors import ConfigError
 from localspec.models import tomlio
 
+DEMO = "demo"  # the packaged demo model's pair name (see resolve.demo_selection); reserved for it
+
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 Commit = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z._/-]+$")]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from localspec.errors import ConfigError
 from localspec.models import tomlio
@@ -38,10 +38,15 @@ class Drafters(_Section):
 
 
 class Sampling(_Section):
-    temperature: Annotated[float, Field(ge=0.0, le=5.0)] = 0.7
-    top_k: Annotated[int, Field(ge=0)] = 20
-    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
-    min_p: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+    """The one set of sampling defaults: `run`, `serve` and the app all start from these values.
+
+    Greedy by default: speculative output is then exactly the target's own, and replies are reproducible; the
+    filters apply once a temperature above 0 is set."""
+
+    temperature: Annotated[float, Field(ge=0.0, le=5.0)] = 0.0
+    top_k: Annotated[int, Field(ge=0)] = 40
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 0.95
+    min_p: Annotated[float, Field(ge=0.0, le=1.0)] = 0.05
     seed: int | None = None  # None: random
 
 
@@ -52,6 +57,22 @@ class Backend(_Section):
     base_url: str | None = None
     model: str | None = None
     api_key: str | None = None
+
+
+def _names_text(value: Any) -> Any:
+    """A TOML list ["HF_TOKEN", "AWS_*"] is kept as the same comma-separated text the CLI and the form use."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v).strip() for v in value if str(v).strip())
+    return value
+
+
+class Tools(_Section):
+    """Local tools. env_allow: secret-looking environment variables run_shell may still see ("HF_TOKEN,AWS_*")."""
+
+    env_allow: Annotated[str, BeforeValidator(_names_text)] = ""
+
+    def env_allow_names(self) -> list[str]:
+        return [n.strip() for n in self.env_allow.split(",") if n.strip()]
 
 
 class Settings(_Section):
@@ -65,6 +86,9 @@ class Settings(_Section):
     drafters: Drafters = Field(default_factory=Drafters)
     sampling: Sampling = Field(default_factory=Sampling)
     backend: Backend = Field(default_factory=Backend)
+    tools: Tools = Field(default_factory=Tools)
+    # pair name -> Jinja chat template file, for GGUFs whose own template is missing or wrong
+    chat_templates: dict[str, str] = Field(default_factory=dict)
 
     def tuning(self, hints: Hints | None = None) -> "Tuning":
         """Effective draft length, acceptance threshold and GPU layers: config, else pair hints, else defaults."""
@@ -78,6 +102,9 @@ class Settings(_Section):
                       draft_gpu_layers=pick(self.draft_gpu_layers, h.draft_gpu_layers))
 
     def get(self, key: str) -> Any:
+        table, _, entry = key.partition(".")
+        if table in TABLES:
+            return getattr(self, table).get(entry)
         section, _, field = key.rpartition(".")
         obj = getattr(self, section) if section else self
         return getattr(obj, _attr(type(obj), field))
@@ -102,10 +129,15 @@ def _attr(model: type[BaseModel], name: str) -> str:
     raise KeyError(name)
 
 
+TABLES = ("chat_templates",)  # free-form tables: any name is a key ("chat_templates.qwen3-1.7b")
+
+
 def config_keys() -> list[str]:
-    """Every settable key, dotted ("sampling.temperature")."""
+    """Every fixed settable key, dotted ("sampling.temperature"); the TABLES' entries come on top."""
     keys = []
     for attr, info in Settings.model_fields.items():
+        if attr in TABLES:
+            continue
         sub = info.annotation
         if isinstance(sub, type) and issubclass(sub, BaseModel):
             keys += [f"{info.alias or attr}.{i.alias or a}" for a, i in sub.model_fields.items()]
@@ -130,7 +162,7 @@ def _error(e: ValidationError, source: str) -> ConfigError:
 
 
 def _set_raw(raw: dict[str, Any], key: str, value: Any) -> None:
-    section, _, field = key.rpartition(".")
+    section, _, field = key.partition(".") if key.partition(".")[0] in TABLES else key.rpartition(".")
     target = raw.setdefault(section, {}) if section else raw
     if not isinstance(target, dict):
         raise ConfigError(f"config: {section} must be a table")
@@ -143,6 +175,9 @@ def _set_raw(raw: dict[str, Any], key: str, value: Any) -> None:
 
 
 def _check_key(key: str) -> None:
+    section, _, name = key.partition(".")
+    if section in TABLES and name:
+        return
     if key not in config_keys():
         raise ConfigError(f"unknown config key {key!r} (keys: {', '.join(config_keys())})")
 
@@ -154,6 +189,11 @@ def _parse(key: str, text: str) -> str | None:
 
 def config_path() -> Path:
     return get_paths().config_file
+
+
+def mcp_config_path() -> Path:
+    """mcp.json: the MCP servers whose tools the agent may use (localspec.mcp reads it), beside config.toml."""
+    return get_paths().config_dir / "mcp.json"
 
 
 def _read_raw(path: Path) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localspec.errors import ConfigError, DownloadError, ModelFileError
-from localspec.models.catalog import Catalog, Pair, format_mb, load_catalog
+from localspec.models.catalog import DEMO, Catalog, Pair, format_mb, load_catalog
 from localspec.models.paths import Paths, get_paths
 from localspec.models.registry import InstalledFile, Registry, UserPair, load_registry, update_registry
 
@@ -124,8 +124,9 @@ def add_pair(name: str, target: str | Path, draft: str | Path | None = None, *, 
     catalog = catalog or load_catalog()
     if not name or not all(c.isalnum() or c in "._-" for c in name):
         raise ConfigError(f"pair name {name!r} may only use letters, digits, '.', '_' and '-'")
-    if name in catalog.pairs:
-        raise ConfigError(f"'{name}' is a catalog pair; choose another name")
+    if name in catalog.pairs or name == DEMO:
+        raise ConfigError(f"'{name}' is a {'catalog' if name in catalog.pairs else 'reserved'} pair name; "
+                          "choose another name")
     t = check_gguf(target)
     d = check_gguf(draft) if draft is not None else None
     if compat and d is not None:

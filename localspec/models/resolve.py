@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localspec.errors import ConfigError, ModelFileError
-from localspec.models.catalog import Catalog, Hints, load_catalog
+from localspec.models.catalog import DEMO, Catalog, Hints, load_catalog
 from localspec.models.config import Settings, load_config
 from localspec.models.install import check_gguf, pair_state
 from localspec.models.paths import Paths, get_paths
@@ -21,6 +21,24 @@ class Selection:
     pair: str | None  # catalog or user pair name; None for explicit paths and the demo
     demo: bool  # the packaged SmolLM2 demo model (no draft model: schema, history and n-gram drafting only)
     hints: Hints | None = None  # the catalog pair's tuning hints (feed Settings.tuning)
+
+
+DEMO_DESCRIPTION = "SmolLM2-135M-Instruct, no draft model (packaged demo: pip install 'localspec[demo]')"
+
+
+def demo_pair() -> dict:
+    """The demo pair as `localspec models --json` lists it."""
+    path = demo_model_path()
+    return {"name": DEMO, "description": DEMO_DESCRIPTION, "state": "installed" if path else "missing",
+            "target": str(path) if path else None, "draft": None}
+
+
+def demo_selection(draft: Path | None = None) -> Selection:
+    path = demo_model_path()
+    if path is None:
+        raise ModelFileError("the demo model is not installed: pip install 'localspec[demo]' (or pick another "
+                             "pair: localspec models)")
+    return Selection(path, draft, DEMO, True)
 
 
 def demo_model_path() -> Path | None:
@@ -55,15 +73,16 @@ def resolve_selection(pair: str | None = None, target: str | Path | None = None,
 
     registry = load_registry(paths.registry_file)
     name = pair or (settings or load_config()).default_pair
+    if name == DEMO and DEMO not in registry.pairs:
+        return demo_selection(d)
     if name is None:
         order = [catalog.default] + [n for n in catalog.pairs if n != catalog.default]
         name = next((n for n in order if pair_state(catalog.pairs[n], registry) == "installed"), None)
         name = name or next(iter(registry.pairs), None)
         if name is None:
-            demo = demo_model_path() if allow_demo else None
-            if demo is None:
+            if not allow_demo or demo_model_path() is None:
                 raise ModelFileError(f"no model: run {catalog.pull_hint()}")
-            return Selection(demo, d, None, True)
+            return demo_selection(d)
 
     if name in registry.pairs:
         up = registry.pairs[name]

@@ -2,7 +2,10 @@
 
     backend = RemoteBackend("http://gpu-box:8000/v1", "meta-llama/Llama-3.3-70B-Instruct")
     for ev in backend.stream(messages, tools=tools):
-        ...  # TextDelta, then ToolCallEvent(s), then one Done(stats=dict | None)
+        ...  # RemoteTextDelta, then RemoteToolCall(s), then one RemoteDone(stats=dict | None)
+
+The events are named for the remote server because they are its own vocabulary (an OpenAI stream: text, calls,
+a finish), not the agent loop's events in localspec.agent.events.
 """
 
 from __future__ import annotations
@@ -26,12 +29,12 @@ class RemoteError(LocalspecError):
 
 
 @dataclass
-class TextDelta:
+class RemoteTextDelta:
     text: str
 
 
 @dataclass
-class ToolCallEvent:
+class RemoteToolCall:
     id: str
     name: str
     arguments: dict | None  # None when the server sent arguments that are not a JSON object (see error)
@@ -40,10 +43,10 @@ class ToolCallEvent:
 
 
 @dataclass
-class Done:
+class RemoteDone:
     finish_reason: str | None
     content: str
-    tool_calls: list[ToolCallEvent] = field(default_factory=list)
+    tool_calls: list[RemoteToolCall] = field(default_factory=list)
     usage: dict | None = None
     stats: dict | None = None  # see localspec.remote.stats; None: the server reported no speculative statistics
 
@@ -110,7 +113,7 @@ class RemoteBackend:
     def stream(self, messages: list[dict], tools: list[dict] | None = None, tool_choice=None, *,
                max_tokens: int | None = None, temperature: float | None = None, top_p: float | None = None,
                seed: int | None = None, stop: list[str] | None = None, response_format: dict | None = None,
-               cancel: threading.Event | None = None) -> Iterator[TextDelta | ToolCallEvent | Done]:
+               cancel: threading.Event | None = None) -> Iterator[RemoteTextDelta | RemoteToolCall | RemoteDone]:
         body = {"model": self.resolve_model(), "messages": messages, "stream": True,
                 "stream_options": {"include_usage": True}}
         for key, value in (("tools", tools), ("tool_choice", tool_choice), ("max_tokens", max_tokens),
@@ -140,19 +143,19 @@ class RemoteBackend:
                     delta = choice.get("delta") or {}
                     if delta.get("content"):
                         content.append(delta["content"])
-                        yield TextDelta(delta["content"])
+                        yield RemoteTextDelta(delta["content"])
                     for tc in delta.get("tool_calls") or []:
                         _merge_call(calls, tc)
                     finish = choice.get("finish_reason") or finish
         events = [_call_event(c) for _, c in sorted(calls.items())]
         yield from events
-        yield Done(finish, "".join(content), events, usage, self._stats(field_stats, timings, before))
+        yield RemoteDone(finish, "".join(content), events, usage, self._stats(field_stats, timings, before))
 
-    def complete(self, messages: list[dict], **kw) -> Done:
+    def complete(self, messages: list[dict], **kw) -> RemoteDone:
         """The whole answer at once (still streamed underneath)."""
         done = None
         for ev in self.stream(messages, **kw):
-            done = ev if isinstance(ev, Done) else done
+            done = ev if isinstance(ev, RemoteDone) else done
         return done
 
     def _stats(self, field_stats, timings, before) -> dict | None:
@@ -180,9 +183,9 @@ def _merge_call(calls: dict[int, dict], tc: dict) -> None:
     slot["arguments"] += args if isinstance(args, str) else (json.dumps(args) if args is not None else "")
 
 
-def _call_event(c: dict) -> ToolCallEvent:
+def _call_event(c: dict) -> RemoteToolCall:
     args, err = coerce_arguments(c["arguments"])
-    return ToolCallEvent(c["id"], c["name"], args, c["arguments"], err)
+    return RemoteToolCall(c["id"], c["name"], args, c["arguments"], err)
 
 
 def _as_chunk(completion: dict) -> dict:

@@ -9,6 +9,13 @@ from localspec.runtime.model import Model, ModelSettings
 
 MAX_VOCAB_SIZE_DIFFERENCE = 128
 CHECK_START_TOKEN_ID = 5  # ids below this are special tokens that families renumber freely
+# llama.cpp's enum llama_vocab_type (llama.h), so an error names the tokenizers instead of numbers.
+VOCAB_TYPES = {0: "none (no vocabulary)", 1: "SentencePiece (SPM)", 2: "byte-level BPE", 3: "WordPiece (WPM)",
+               4: "Unigram (UGM)", 5: "RWKV", 6: "PLaMo-2"}
+
+
+def vocab_type_name(kind: int) -> str:
+    return VOCAB_TYPES.get(kind, f"unknown type {kind}")
 
 
 def check_models_compat(target: Model, draft: Model) -> None:
@@ -16,7 +23,9 @@ def check_models_compat(target: Model, draft: Model) -> None:
     t, d = target, draft
     name = f"draft {d.path.name} vs target {t.path.name}"
     if t.vocab_type != d.vocab_type:
-        raise IncompatibleDraftError(f"{name}: vocabulary types differ ({d.vocab_type} vs {t.vocab_type})")
+        raise IncompatibleDraftError(f"{name}: vocabulary types differ (draft {vocab_type_name(d.vocab_type)}, "
+                                     f"target {vocab_type_name(t.vocab_type)}): pick a draft model from the "
+                                     "target's family")
     if t.add_bos != d.add_bos or t.add_eos != d.add_eos or t.bos != d.bos or t.eos != d.eos:
         raise IncompatibleDraftError(
             f"{name}: BOS/EOS handling differs (draft bos={d.bos} add_bos={d.add_bos} eos={d.eos} add_eos={d.add_eos};"

@@ -1,5 +1,5 @@
 """`localspec serve`: the speculative engine behind an OpenAI-compatible HTTP API (optional extra `serve`).
 
-Only app.py and commands.py touch the ASGI stack (imported lazily); the rest is plain Python so the request
-handling, queue and metrics can be used and tested without a server.
+Only app.py and runner.py touch the ASGI stack (imported lazily; the command is localspec/commands/serve.py); the
+rest is plain Python so the request handling, queue and metrics can be used and tested without a server.
 """

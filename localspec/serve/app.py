@@ -9,15 +9,18 @@ import asyncio
 import hmac
 import json
 
-from localspec.serve.errors import APIError, bad_request, internal, unauthorized
-from localspec.serve.generate import CallsEvent, DoneEvent, ErrorEvent, TextEvent
+from localspec.serve.body import parse_json, read_body
+from localspec.serve.errors import APIError, internal, unauthorized
+from localspec.serve.generate import CallsEvent, DoneEvent, ErrorEvent, ReasoningEvent, TextEvent
+from localspec.serve.guard import LoopbackOnly
 from localspec.serve.responses import chunk, completion, model_card, new_id, now, spec_stats, stream_calls_delta, usage
 from localspec.serve.schemas import parse_chat_request
 from localspec.serve.service import ChatService
 
 
 def require_serve_extra():
-    """Import the optional ASGI stack, or fail with the one-line hint."""
+    """Import the ASGI stack (base dependencies; a broken or hand-pruned install may lack them), or fail with a
+    one-line hint that works under pipx as well as pip."""
     try:
         import sse_starlette  # noqa: F401
         import starlette  # noqa: F401
@@ -25,7 +28,9 @@ def require_serve_extra():
     except ImportError:
         from localspec.errors import ConfigError
 
-        raise ConfigError("`localspec serve` needs the serve extra: pip install 'localspec[serve]'") from None
+        raise ConfigError("`localspec serve` needs starlette, uvicorn and sse-starlette, missing from this install: "
+                          "pipx inject localspec starlette uvicorn sse-starlette (under pipx), or "
+                          "pip install starlette uvicorn sse-starlette") from None
 
 
 def create_app(service: ChatService, api_key: str | None = None):
@@ -53,9 +58,7 @@ def create_app(service: ChatService, api_key: str | None = None):
 
     async def model(request: Request):
         check_key(request)
-        name = request.path_params["name"]
-        if name not in service.aliases:
-            raise APIError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
+        # Any name is the one loaded model (as for chat completions); the card says its real id.
         return JSONResponse(model_card(service.model_id, service.created))
 
     async def chat(request: Request):
@@ -67,11 +70,7 @@ def create_app(service: ChatService, api_key: str | None = None):
 
     async def _chat(request: Request):
         check_key(request)
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise bad_request(f"We could not parse the JSON body of your request ({exc}). The body must be valid "
-                              "JSON.") from None
+        body = await asyncio.to_thread(parse_json, await read_body(request))  # a big body takes a second
         req = parse_chat_request(body)
         plan = await asyncio.to_thread(service.plan, req)  # tokenizing and schema checks: off the event loop
         loop = asyncio.get_running_loop()
@@ -90,21 +89,30 @@ def create_app(service: ChatService, api_key: str | None = None):
             service.metrics.request(200)
             return EventSourceResponse(_stream(events, job, rid, created, mid, req.include_usage), sep="\n",
                                        ping=15)
+        # The body is read: the next ASGI message is the client going away. Watch for it the whole time, also
+        # while events keep coming (a free-text answer emits one per token).
+        gone = asyncio.ensure_future(_disconnected(request))
         try:
             while True:
-                try:
-                    ev = await asyncio.wait_for(events.get(), timeout=1.0)
-                except asyncio.TimeoutError:
-                    if await request.is_disconnected():
-                        return JSONResponse({}, status_code=499)
-                    continue
+                nxt = asyncio.ensure_future(events.get())
+                await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if not nxt.done():
+                    nxt.cancel()
+                    job.cancel.set()
+                    return JSONResponse({}, status_code=499)
+                ev = nxt.result()
                 if isinstance(ev, DoneEvent):
                     service.metrics.request(200)
                     return JSONResponse(completion(rid, created, mid, ev))
                 if isinstance(ev, ErrorEvent):
                     raise ev.error
         finally:
+            gone.cancel()
             job.cancel.set()  # finished, failed or abandoned: the engine must not keep generating for nobody
+
+    async def _disconnected(request: Request) -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
 
     async def _stream(events, job, rid, created, mid, include_usage):
         try:
@@ -113,6 +121,8 @@ def create_app(service: ChatService, api_key: str | None = None):
                 ev = await events.get()
                 if isinstance(ev, TextEvent):
                     yield json.dumps(chunk(rid, created, mid, {"content": ev.text}))
+                elif isinstance(ev, ReasoningEvent):
+                    yield json.dumps(chunk(rid, created, mid, {"reasoning_content": ev.text}))
                 elif isinstance(ev, CallsEvent):
                     yield json.dumps(chunk(rid, created, mid, stream_calls_delta(ev.calls)))
                 elif isinstance(ev, ErrorEvent):
@@ -156,5 +166,6 @@ def create_app(service: ChatService, api_key: str | None = None):
         Route("/metrics", metrics, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={APIError: api_error, HTTPException: http_error,
-                                                        Exception: crash})
+    app = Starlette(routes=routes, exception_handlers={APIError: api_error, HTTPException: http_error,
+                                                       Exception: crash})
+    return app if api_key is not None else LoopbackOnly(app)  # no key: no web pages, no rebound DNS names

@@ -2,6 +2,9 @@
 
 Auto tool choice is two phases: free text while watching for the format's trigger, then, from the text before
 the trigger, a generation constrained to a valid call. The trigger itself is never shown as content.
+
+Reasoning models (chat/reasoning.py) think first: the reasoning streams as `reasoning_content` (llama-server's
+`--reasoning-format deepseek`) up to `</think>`, and the answer (or call) continues from there.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from localspec.chat import reasoning as think
 from localspec.serve.plan import Plan
 from localspec.speculative.grammar import GrammarConstraint
 from localspec.speculative.stats import Stats
@@ -20,6 +24,11 @@ from localspec.speculative.stats import Stats
 @dataclass
 class TextEvent:
     text: str
+
+
+@dataclass
+class ReasoningEvent:
+    text: str  # reasoning as it streams (`<think>` tags left out)
 
 
 @dataclass
@@ -35,6 +44,7 @@ class DoneEvent:
     stats: Stats
     prompt_tokens: int
     completion_tokens: int = 0
+    reasoning: str | None = None  # what a reasoning model thought (message.reasoning_content)
 
 
 @dataclass
@@ -134,19 +144,41 @@ def run_plan(engine, model, plan: Plan, cancel: threading.Event, emit: Emit) -> 
     total = Stats()
     mode = plan.mode
 
+    reasoning: list[str] = []  # what the model thought, when it is a reasoning model
+
     def done(reason, content, calls):
-        emit(DoneEvent(reason, content, calls, total, len(plan.prompt), total.generated_tokens))
+        emit(DoneEvent(reason, content, calls, total, len(plan.prompt), total.generated_tokens,
+                       reasoning="".join(reasoning) or None))
 
     if mode in ("free", "auto"):
         watch = TriggerWatch(plan.fmt.trigger if mode == "auto" else "")
+        prompt, plan_params = plan.prompt, plan.params
+        answer_started = True
+        if plan.reasoning != think.OFF:
+            thought = _think(engine, model, plan, cancel, emit, total)
+            reasoning.append(thought.reasoning)
+            if thought.finished:
+                return done(_finish(total.finish_reason), thought.answer or None, [])
+            prompt, answer_started = plan.prompt + thought.tokens, bool(thought.answer)
+            plan_params = replace(plan.params, max_tokens=max(plan.params.max_tokens - len(thought.tokens), 1))
+            if thought.answer:  # no block: the model began answering; go on from there
+                prompt = plan.prompt
+                safe = watch.feed(thought.answer)
+                if safe:
+                    emit(TextEvent(safe))
 
         def on_text(piece):
+            nonlocal answer_started
+            if not answer_started:  # after `</think>` come blank lines: not part of the answer
+                piece = piece.lstrip()
+                answer_started = bool(piece)
             safe = watch.feed(piece)
             if safe:
                 emit(TextEvent(safe))
             return watch.triggered
 
-        _, stats = _run(engine, plan.prompt, plan.params, None, cancel, on_text)
+        lead = model.tokenize(watch.content, add_special=False, parse_special=False) if watch.content else []
+        _, stats = _run(engine, prompt + lead, plan_params, None, cancel, on_text)
         total.merge(stats)
         if not watch.triggered:
             rest = watch.flush()
@@ -155,11 +187,11 @@ def run_plan(engine, model, plan: Plan, cancel: threading.Event, emit: Emit) -> 
             return done(_finish(stats.finish_reason), watch.content, [])
         # Phase 2: the call, constrained, continuing from the text before the trigger.
         before = model.tokenize(watch.content, add_special=False, parse_special=False) if watch.content else []
-        if len(plan.prompt) + len(before) + 2 >= engine.target.n_ctx:  # no room left for a call
+        if len(prompt) + len(before) + 2 >= engine.target.n_ctx:  # no room left for a call
             return done("length", watch.content, [])
-        params = replace(plan.params, max_tokens=max(plan.params.max_tokens - len(before), 1), stop=())
+        params = replace(plan_params, max_tokens=max(plan_params.max_tokens - len(before), 1), stop=())
         call = GrammarConstraint(model, plan.call_grammar, list(plan.tools) or None)
-        text, stats = _run(engine, plan.prompt + before, params, call, cancel, lambda _: False)
+        text, stats = _run(engine, prompt + before, params, call, cancel, lambda _: False)
         total.merge(stats)
         return _calls_or_text(text, stats, plan, emit, done, content=watch.content.strip() or None)
 
@@ -178,6 +210,41 @@ def run_plan(engine, model, plan: Plan, cancel: threading.Event, emit: Emit) -> 
             emit(TextEvent(text))
         return done(_finish(stats.finish_reason), text, [])
     return _calls_or_text(text, stats, plan, emit, done, content=None)
+
+
+@dataclass
+class _Thought:
+    reasoning: str
+    tokens: list[int]  # the reasoning as the model wrote it, `</think>` included (the answer continues after it)
+    answer: str  # answer text already written (the model opened no block)
+    finished: bool  # nothing follows: cancelled, or the token limit inside the reasoning
+
+
+def _think(engine, model, plan: Plan, cancel, emit, total: Stats) -> _Thought:
+    splitter = think.ReasoningSplitter(opened=plan.reasoning == think.OPEN_STATE)
+
+    def on_text(piece):
+        for kind, text in splitter.feed(piece):
+            if kind == "reasoning":
+                emit(ReasoningEvent(text))
+        return splitter.state == "answer"  # no block after all: stop, the answer goes on under the trigger watch
+
+    params = replace(plan.params, stop=tuple(plan.params.stop) + (think.CLOSE,))
+    text, stats = _run(engine, plan.prompt, params, None, cancel, on_text)
+    total.merge(stats)
+    total.finish_reason = stats.finish_reason
+    if splitter.state == "answer":
+        return _Thought(splitter.reasoning, [], splitter.answer, False)
+    closed = stats.finish_reason == "stop"  # on `</think>` (the stop string), or a stop string of the request
+    for kind, rest in (splitter.close() if closed else splitter.finish()):
+        if kind == "reasoning":
+            emit(ReasoningEvent(rest))
+    if not closed or stats.generated_tokens >= plan.params.max_tokens:
+        if stats.finish_reason == "stop":
+            total.finish_reason = "length"
+        return _Thought(splitter.reasoning, [], "", True)
+    tokens = model.tokenize(text + think.CLOSE, add_special=False, parse_special=True)
+    return _Thought(splitter.reasoning, tokens, "", False)
 
 
 def _is_call(text: str, plan: Plan) -> bool:

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, replace
 
 from localspec.chat.formats import ToolCallFormat
+from localspec.chat import reasoning as think
 from localspec.chat.prompt import chat_prompt_tokens
 from localspec.errors import ConfigError
 from localspec.serve.errors import bad_request
@@ -33,6 +34,7 @@ class Plan:
     grammar: str | None = None  # whole-output grammar (calls, json)
     call_grammar: str | None = None  # the grammar auto mode switches to on the trigger
     tools: tuple[dict, ...] = ()
+    reasoning: str = think.OFF  # how a reasoning model's reply starts (chat/reasoning.py prompt states)
 
 
 def _calls_grammar(tools, fmt: ToolCallFormat, parallel: bool) -> str:
@@ -52,6 +54,36 @@ def _answer_or_call_grammar(schema: dict | None, tools, fmt: ToolCallFormat) -> 
     return LLMatcher.grammar_from_lark(lark)
 
 
+# Keywords llguidance cannot enforce but whose breach clients do not notice: pydantic turns `set` fields into
+# uniqueItems and parses duplicates into a set anyway.
+_TOLERATED = {"uniqueItems"}
+
+
+def _without(schema, keys: set[str]):
+    if isinstance(schema, dict):
+        return {k: _without(v, keys) for k, v in schema.items() if k not in keys}
+    if isinstance(schema, list):
+        return [_without(v, keys) for v in schema]
+    return schema
+
+
+def check_enforceable(schema: dict | None, param: str) -> None:
+    """400 for a schema with keywords the grammar would silently ignore ({"not": {}} would allow anything): an
+    answer from this server always matches the schema it was given, or there is no answer."""
+    from llguidance import LLMatcher
+
+    if schema is None:
+        return
+    try:
+        grammar = LLMatcher.grammar_from_json_schema(_without(schema, _TOLERATED), defaults=JSON_OPTIONS)
+        err = LLMatcher.validate_grammar(grammar, None)
+    except (ValueError, TypeError, KeyError) as exc:
+        err = str(exc)
+    if err.startswith("Unimplemented keys"):
+        raise bad_request(f"invalid schema: this server cannot enforce the JSON Schema keywords "
+                          f"{err.partition(':')[2].strip()}", param, "invalid_schema")
+
+
 def _checked(grammar_fn, model, param: str) -> str:
     try:
         grammar = grammar_fn()
@@ -65,7 +97,9 @@ def _checked(grammar_fn, model, param: str) -> str:
 
 def _prompt(model, req: ChatRequest) -> list[int]:
     try:
-        return chat_prompt_tokens(model, req.messages, req.tools or None)
+        # Thinking on, as llama-server has it by default (templates such as DeepSeek-R1's need it said).
+        return chat_prompt_tokens(model, req.messages, req.tools or None,
+                                  template_vars=think.template_vars(model.chat_template, True))
     except ConfigError as exc:  # the chat template refused the conversation
         raise bad_request(str(exc), "messages") from None
 
@@ -92,7 +126,14 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
     if req.forced_tool:
         tools = tuple(t for t in tools if t["function"]["name"] == req.forced_tool)
     use_tools = bool(tools) and req.tool_choice != "none"  # with "none" the model still sees them in the prompt
-    plan = Plan(prompt, params, "free", fmt, tools=tools if use_tools else ())
+    plan = Plan(prompt, params, "free", fmt, tools=tools if use_tools else (),
+                reasoning=think.reply_state(model, model.chat_template, prompt))
+    if use_tools:
+        for i, t in enumerate(req.tools):
+            if t in tools:
+                check_enforceable(t["function"].get("parameters"), f"tools[{i}].function.parameters")
+    if req.response_format is not None:
+        check_enforceable(req.json_schema, "response_format.json_schema.schema")
     if req.response_format is not None:
         schema = req.json_schema
         if use_tools and req.tool_choice == "auto":

@@ -25,6 +25,8 @@ def spec_stats(done: DoneEvent) -> dict:
 def completion(rid: str, created: int, model_id: str, done: DoneEvent) -> dict:
     message = {"role": "assistant", "content": done.content if done.content or not done.tool_calls else None,
                "refusal": None}
+    if done.reasoning:  # llama-server's --reasoning-format deepseek
+        message["reasoning_content"] = done.reasoning
     if done.tool_calls:
         message["tool_calls"] = done.tool_calls
     return {"id": rid, "object": "chat.completion", "created": created, "model": model_id,

@@ -1,16 +1,23 @@
 """Validate a /v1/chat/completions body into a ChatRequest (400 with the offending `param` on bad input).
 
-Unknown fields are ignored, as OpenAI-compatible servers do: clients send many optional extras.
+Types are strict where OpenAI's API is (pydantic strict mode): `"stream": "no"` is not true, `"n": true` is not 1,
+`1.0` is not an integer. Unknown top-level fields are ignored, as OpenAI-compatible servers do (clients send many
+optional extras); message fields we do not use are dropped before the template sees them.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from localspec.serve.errors import bad_request
 
-ROLES = {"system", "developer", "user", "assistant", "tool", "function", "ipython"}
+ROLES = ("system", "developer", "user", "assistant", "tool", "function", "ipython")
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # OpenAI's rule for function names
 
 
 @dataclass
@@ -39,120 +46,249 @@ class ChatRequest:
         return rf["json_schema"].get("schema") if rf and rf["type"] == "json_schema" else None
 
 
-def _num(body, name, lo, hi, kind=float):
-    v = body.get(name)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not isinstance(v, int)):
-        raise bad_request(f"'{name}' must be a number" if kind is float else f"'{name}' must be an integer", name)
-    if not lo <= v <= hi:
-        raise bad_request(f"'{name}' must be between {lo} and {hi}, got {v}", name)
-    return kind(v)
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
 
 
-def _messages(value) -> list[dict]:
-    if not isinstance(value, list) or not value:
-        raise bad_request("'messages' must be a non-empty array", "messages")
-    out = []
-    for i, m in enumerate(value):
-        if not isinstance(m, dict) or m.get("role") not in ROLES:
-            raise bad_request(f"messages[{i}] must be an object with a valid 'role'", f"messages[{i}]")
-        if m["role"] == "developer":  # OpenAI's newer name for the system turn
-            m = {**m, "role": "system"}
-        out.append(m)
+class _FunctionCall(_Strict):
+    name: str
+    arguments: Any = "{}"  # OpenAI sends a JSON string; an object is unambiguous too
+
+    @field_validator("arguments")
+    @classmethod
+    def _arguments(cls, v):
+        if not isinstance(v, (str, dict)):
+            raise ValueError("must be a JSON string (or an object)")
+        return v
+
+
+class _ToolCall(_Strict):
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: _FunctionCall
+
+
+class _Message(_Strict):
+    role: Literal[ROLES]  # type: ignore[valid-type]
+    content: Any = None
+    name: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+    tool_call_id: str | None = None
+    reasoning_content: str | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, v):
+        if v is None or isinstance(v, str):
+            return v
+        if not isinstance(v, list):
+            raise ValueError("must be a string or an array of content parts")
+        for i, part in enumerate(v):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise ValueError(f"part {i} must be an object with a 'type'")
+            if part["type"] != "text":
+                raise ValueError(f"part {i} has type '{part['type']}': this server takes text parts only")
+            if not isinstance(part.get("text"), str):
+                raise ValueError(f"part {i} must have a string 'text'")
+        return [{"type": "text", "text": p["text"]} for p in v]
+
+    @model_validator(mode="after")
+    def _needs_content(self):
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError(f"a '{self.role}' message needs 'content'")
+        return self
+
+    def as_dict(self) -> dict:
+        role = "system" if self.role == "developer" else self.role  # OpenAI's newer name for the system turn
+        out = {"role": role, "content": self.content}
+        for key in ("name", "tool_call_id", "reasoning_content"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.tool_calls:
+            out["tool_calls"] = [c.model_dump(exclude_none=True) for c in self.tool_calls]
+        return out
+
+
+class _Function(_Strict):
+    name: str
+    description: str | None = None
+    parameters: dict | None = None
+    strict: bool | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v):
+        if not TOOL_NAME.match(v):
+            raise ValueError("must be 1 to 64 letters, digits, '_' or '-'")
+        return v
+
+
+class _Tool(_Strict):
+    type: Literal["function"] = "function"
+    function: _Function
+
+
+class _NamedFunction(_Strict):
+    name: str
+
+
+class _NamedChoice(_Strict):
+    type: Literal["function"] = "function"
+    function: _NamedFunction
+
+
+class _JsonSchema(_Strict):
+    name: str | None = None
+    description: str | None = None
+    schema_: dict | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+
+
+class _ResponseFormat(_Strict):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: _JsonSchema | None = None
+
+    @model_validator(mode="after")
+    def _schema_given(self):
+        if self.type == "json_schema" and self.json_schema is None:
+            raise ValueError("type 'json_schema' needs a 'json_schema' object")
+        return self
+
+
+class _StreamOptions(_Strict):
+    include_usage: bool | None = None
+
+
+class _Body(_Strict):
+    model: str | None = None
+    messages: Annotated[list[_Message], Field(min_length=1)]
+    max_tokens: Annotated[int, Field(ge=1, le=1 << 30)] | None = None
+    max_completion_tokens: Annotated[int, Field(ge=1, le=1 << 30)] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    top_p: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    seed: Annotated[int, Field(ge=-(1 << 63), le=(1 << 64) - 1)] | None = None
+    stop: Any = None
+    stream: bool | None = None
+    stream_options: _StreamOptions | None = None
+    tools: list[_Tool] | None = None
+    tool_choice: Any = None
+    parallel_tool_calls: bool | None = None
+    response_format: _ResponseFormat | None = None
+    n: int | None = None
+    logprobs: bool | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stop(cls, v):
+        if v is None or isinstance(v, str):
+            return v
+        if isinstance(v, list) and len(v) <= 16 and all(isinstance(s, str) for s in v):
+            return v
+        raise ValueError("must be a string or an array of at most 16 strings")
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _tool_choice(cls, v):
+        if v is None or v in ("auto", "none", "required"):
+            return v
+        if isinstance(v, dict):
+            try:
+                return _NamedChoice.model_validate(v)
+            except ValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                raise ValueError(f"{param_name(err['loc'])}: {err['msg']}") from None
+        raise ValueError("must be 'auto', 'none', 'required' or {\"type\": \"function\", \"function\": "
+                         "{\"name\": ...}}")
+
+
+def param_name(loc: tuple) -> str:
+    """pydantic's error location as OpenAI writes `param`: messages[0].content."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + ("schema" if part == "schema_" else str(part))
     return out
 
 
-def _tools(value) -> list[dict]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise bad_request("'tools' must be an array", "tools")
-    out = []
-    for i, t in enumerate(value):
-        fn = t.get("function") if isinstance(t, dict) else None
-        if not isinstance(fn, dict) or t.get("type", "function") != "function" or not isinstance(fn.get("name"), str) \
-                or not fn["name"]:
-            raise bad_request(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}",
-                              f"tools[{i}]")
-        params = fn.get("parameters")
-        if params is not None and not isinstance(params, dict):
-            raise bad_request(f"tools[{i}].function.parameters must be a JSON Schema object",
-                              f"tools[{i}].function.parameters", "invalid_schema")
-        out.append({"type": "function", "function": fn})
-    return out
+def _describe(value: Any) -> str:
+    kind = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+    return kind
 
 
-def _tool_choice(value, tools: list[dict]):
-    if value is None:
-        return "auto"
-    if value in ("auto", "none", "required"):
-        if value == "required" and not tools:
-            raise bad_request("tool_choice 'required' needs 'tools'", "tool_choice")
-        return value
-    name = value.get("function", {}).get("name") if isinstance(value, dict) else None
-    if not isinstance(name, str):
-        raise bad_request("'tool_choice' must be 'auto', 'none', 'required' or "
-                          "{\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice")
-    if name not in {t["function"]["name"] for t in tools}:
-        raise bad_request(f"tool_choice names '{name}', which is not in 'tools'", "tool_choice")
-    return {"type": "function", "function": {"name": name}}
-
-
-def _response_format(value) -> dict | None:
-    if value is None:
-        return None
-    kind = value.get("type") if isinstance(value, dict) else None
-    if kind == "text":
-        return None
-    if kind == "json_object":
-        return {"type": "json_object"}
-    if kind == "json_schema":
-        js = value.get("json_schema")
-        if not isinstance(js, dict) or not isinstance(js.get("schema", {}), dict):
-            raise bad_request("response_format.json_schema must be an object with a JSON Schema in 'schema'",
-                              "response_format.json_schema", "invalid_schema")
-        return {"type": "json_schema", "json_schema": js}
-    raise bad_request("response_format.type must be 'text', 'json_object' or 'json_schema'", "response_format")
-
-
-def _stop(value) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,) if value else ()
-    if isinstance(value, list) and all(isinstance(s, str) for s in value):
-        return tuple(s for s in value if s)
-    raise bad_request("'stop' must be a string or an array of strings", "stop")
+def _error_message(err: dict) -> str:
+    param = param_name(err["loc"])
+    if err["type"] == "missing":
+        return f"Missing required parameter: '{param}'."
+    msg = re.sub(r" or instance of \w+", "", str(err.get("msg", "invalid value")).removeprefix("Value error, "))
+    if err["type"].endswith("_type") or err["type"] in ("model_type", "dict_type", "list_type", "literal_error"):
+        return f"Invalid type or value for '{param}': {msg} (got {_describe(err.get('input'))})."
+    return f"Invalid value for '{param}': {msg}."
 
 
 def parse_chat_request(body: Any) -> ChatRequest:
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise bad_request("'model' must be a string", "model")
-    if body.get("n") not in (None, 1):
+    try:
+        b = _Body.model_validate(body)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        param = param_name(err["loc"]) or None
+        code = "invalid_schema" if param and param.endswith((".parameters", ".schema")) else None
+        raise bad_request(_error_message(err)[:500], param, code) from None
+    if b.n not in (None, 1):
         raise bad_request("only n=1 is supported", "n")
-    if body.get("logprobs"):
+    if b.logprobs:
         raise bad_request("logprobs are not supported", "logprobs")
-    max_tokens = _num(body, "max_completion_tokens", 1, 1 << 30, int)
-    if max_tokens is None:
-        max_tokens = _num(body, "max_tokens", 1, 1 << 30, int)
-    tools = _tools(body.get("tools"))
-    opts = body.get("stream_options")
+    for name in ("temperature", "top_p"):
+        if getattr(b, name) is not None and not math.isfinite(getattr(b, name)):
+            raise bad_request(f"'{name}' must be a finite number", name)
+    tools = [{"type": "function", "function": t.function.model_dump(exclude_none=True)} for t in b.tools or []]
+    names = [t["function"]["name"] for t in tools]
+    if len(set(names)) != len(names):
+        raise bad_request("tools must have distinct function names", "tools")
     return ChatRequest(
-        messages=_messages(body.get("messages")),
-        model=model,
-        max_tokens=max_tokens,
-        temperature=_num(body, "temperature", 0.0, 2.0),
-        top_p=_num(body, "top_p", 0.0, 1.0),
-        seed=_num(body, "seed", -(1 << 63), (1 << 64) - 1, int),
-        stop=_stop(body.get("stop")),
-        stream=bool(body.get("stream")),
-        include_usage=bool(isinstance(opts, dict) and opts.get("include_usage")),
+        messages=[m.as_dict() for m in b.messages],
+        model=b.model,
+        max_tokens=b.max_completion_tokens if b.max_completion_tokens is not None else b.max_tokens,
+        temperature=b.temperature,
+        top_p=b.top_p,
+        seed=b.seed,
+        stop=_stops(b.stop),
+        stream=bool(b.stream),
+        include_usage=bool(b.stream_options and b.stream_options.include_usage),
         tools=tools,
-        tool_choice=_tool_choice(body.get("tool_choice"), tools),
-        parallel_tool_calls=body.get("parallel_tool_calls") is True,
-        response_format=_response_format(body.get("response_format")),
+        tool_choice=_choice(b.tool_choice, names),
+        parallel_tool_calls=b.parallel_tool_calls is True,
+        response_format=_format(b.response_format),
     )
+
+
+def _stops(value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return tuple(s for s in ([value] if isinstance(value, str) else value) if s)
+
+
+def _choice(value, names: list[str]):
+    if value is None:
+        return "auto"
+    if value == "required" and not names:
+        raise bad_request("tool_choice 'required' needs 'tools'", "tool_choice")
+    if isinstance(value, str):
+        return value
+    name = value.function.name
+    if name not in names:
+        raise bad_request(f"tool_choice names '{name}', which is not in 'tools'", "tool_choice")
+    return {"type": "function", "function": {"name": name}}
+
+
+def _format(value: _ResponseFormat | None) -> dict | None:
+    if value is None or value.type == "text":
+        return None
+    if value.type == "json_object":
+        return {"type": "json_object"}
+    js = value.json_schema.model_dump(by_alias=True, exclude_none=True)
+    return {"type": "json_schema", "json_schema": js}

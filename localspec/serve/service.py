@@ -6,7 +6,7 @@ import logging
 
 from localspec.chat.formats import ToolCallFormat
 from localspec.chat.prompt import tool_format
-from localspec.serve.errors import internal, overloaded, unknown_model
+from localspec.serve.errors import internal, overloaded
 from localspec.serve.generate import DoneEvent, Emit, ErrorEvent, run_plan
 from localspec.serve.metrics import Metrics
 from localspec.serve.plan import Plan, make_plan
@@ -34,8 +34,8 @@ class ChatService:
         self.created = now()
 
     def plan(self, req: ChatRequest) -> Plan:
-        if req.model is not None and req.model not in self.aliases:
-            raise unknown_model(req.model)
+        # One model is loaded: any name means it (clients hard-code names, as llama-server allows); responses say
+        # which model answered in their `model` field.
         return make_plan(self.model, self.n_ctx, req, self.defaults, self.fmt)
 
     def start(self, plan: Plan, emit: Emit, client: str = "") -> Job:

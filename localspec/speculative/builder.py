@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from localspec.errors import ConfigError
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.costs import CostModel
 from localspec.speculative.drafters.history import CallHistory, HistoryDrafter
@@ -14,23 +15,20 @@ from localspec.speculative.drafters.spans import SpanDrafter
 from localspec.speculative.drafters.textlookup import TextLookupDrafter
 from localspec.speculative.drafters.toolnames import ToolNameDrafter
 from localspec.speculative.engine import SpecEngine
-
-DRAFTERS = ("model", "schema", "history", "ngram")
+from localspec.speculative.registry import NAMES
 
 
 def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: int = 8,
                  draft_p_min: float = 0.75, drafters: Iterable[str] | None = None,
                  history: CallHistory | None = None, max_draft: int = 64,
                  costs: CostModel | None = None) -> SpecEngine:
-    """`drafters=None` means the draft model alone (issue-2 behaviour); otherwise any of DRAFTERS, combined by the
-    hybrid policy. The draft model is used only if the pair has one and `use_draft_model` is set. Engines on the
-    same target context may share `costs` (what a pass costs is the machine's, not a config's)."""
+    """`drafters=None` means the draft model alone (issue-2 behaviour); otherwise any of registry.NAMES, combined
+    by the hybrid policy. The draft model is used only if the pair has one and `use_draft_model` is set. Engines
+    on the same target context may share `costs` (what a pass costs is the machine's, not a config's)."""
     names = set(drafters) if drafters is not None else {"model"}
-    unknown = names - set(DRAFTERS)
+    unknown = names - set(NAMES)
     if unknown:
-        from localspec.errors import ConfigError
-
-        raise ConfigError(f"unknown drafter(s): {', '.join(sorted(unknown))}; choose from {', '.join(DRAFTERS)}")
+        raise ConfigError(f"unknown drafter(s): {', '.join(sorted(unknown))}; choose from {', '.join(NAMES)}")
     model = None
     if "model" in names and use_draft_model and pair.draft_ctx is not None:
         model = ModelDrafter(pair.draft_ctx, max_len=draft_max, p_min=draft_p_min)
@@ -51,6 +49,4 @@ def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: i
         spans=SpanDrafter(pair.target.token_bytes, plain) if "ngram" in names else None,
         # Which tool a call names, from the request's words (the schema's tools, so part of schema drafting).
         tools=ToolNameDrafter(pair.target.token_bytes, plain) if "schema" in names else None)
-    engine = SpecEngine(pair.target_ctx, hybrid, cost_model=costs)
-    engine.hybrid = hybrid
-    return engine
+    return SpecEngine(pair.target_ctx, hybrid, cost_model=costs)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Sequence
 
+import numpy as np
+
+from localspec.speculative.constraint import Constraint
 from localspec.speculative.sampling import Dist, SamplingParams
 
 
@@ -42,45 +46,73 @@ class DraftRequest:
     history: Sequence[int]  # every token so far; the last one is not yet in the target's cache
     max_len: int
     sampling: SamplingParams
-    constraint: object | None = None  # a Constraint (localspec.speculative.constraint) while a tool call is generated
-    rng: object | None = None
+    constraint: Constraint | None = None  # the grammar, while a tool call (or a JSON response) is generated
+    rng: np.random.Generator | None = None
 
 
-class Drafter(Protocol):
-    name: str
+class Drafter(ABC):
+    """What the engine drives: propose a draft, hear how much of it was accepted."""
 
-    def propose(self, req: DraftRequest) -> Draft: ...
+    name: str = "drafter"  # the origin its tokens report (speculative/registry.py lists them all)
+
+    @abstractmethod
+    def propose(self, req: DraftRequest) -> Draft:
+        """A draft of at most req.max_len tokens after req.history. A drafter that consumes tokens on
+        req.constraint must roll them back before returning: the engine owns the grammar's state."""
 
     def observe(self, draft: Draft, n_accepted: int) -> None:
         """Feedback after verification (acceptance statistics, adaptive lengths, learned n-grams)."""
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Forget what was learned (a new conversation)."""
+
+    def remember_call(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
+        """A finished tool call, for drafters that learn from earlier calls (the history drafter)."""
 
 
-class CandidateDrafter:
-    """A source the hybrid drafter asks directly: `candidate(context, max_len) -> (tokens, match length)`.
-    propose() makes it a Drafter of its own too."""
+class CandidateDrafter(Drafter):
+    """A source the hybrid drafter asks directly: `candidate(context, max_len, constraint) -> (tokens, match
+    length)`. propose() makes it a Drafter of its own too.
+
+    The class attributes below are what the hybrid policy knows about a source; each subclass sets those that
+    differ from the defaults."""
 
     name = "candidate"
+    # Acceptance is tracked per `key` (default: `name`): sources reported under one name ("ngram": token and text
+    # prompt lookup, request spans) are right at different rates, so each keeps its own.
+    key: str | None = None
+    # Its candidates are whole values (a span of the request): once one is drafted in full, the hybrid guesses how
+    # the value ends ('",' '"}') in the same draft.
+    whole_value = False
+    # It only picks between alternatives the grammar allows (which tool): where its candidate and another source's
+    # disagree, it wins on the odds of its pick alone, not on how far each runs (HybridDrafter._best_candidate).
+    picks = False
     min_match = 0  # shorter matches propose nothing when used alone
-    needs_grammar = False  # candidate() takes the constraint as a third argument
 
-    def candidate(self, context: Sequence[int], max_len: int, *args) -> tuple[list[int], int]:
-        raise NotImplementedError
+    @property
+    def rate_key(self) -> str:
+        """The key its acceptance is tracked under."""
+        return self.key or self.name
+
+    @abstractmethod
+    def candidate(self, context: Sequence[int], max_len: int,
+                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+        """Up to `max_len` tokens that may follow `context`, and the length of the match that found them (0: none).
+        The tokens need not fit `constraint`: the hybrid keeps only the prefix it accepts."""
 
     def bucket(self, m: int) -> int:
         """Which acceptance bucket a candidate's first token falls in, from its match length: 0 (a sure match)
         or 1 (a weak one: the hybrid tracks the two apart)."""
         return 0 if m else 1
 
+    def add_call_tokens(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
+        """A finished tool call exactly as the model wrote it, passed on by the hybrid's remember_call (only sources
+        that learn from calls keep it)."""
+
     def propose(self, req: DraftRequest) -> Draft:
-        extra = (req.constraint,) if self.needs_grammar else ()
-        toks, m = self.candidate(req.history, req.max_len, *extra)
+        toks, m = self.candidate(req.history, req.max_len, req.constraint)
         draft = Draft()
         if m >= self.min_match:
             for t in toks:
                 draft.add(t, self.name)
         return draft
-
-    def observe(self, draft: Draft, n_accepted: int) -> None:
-        pass

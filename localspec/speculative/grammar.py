@@ -1,7 +1,8 @@
 """Grammar constraints with llguidance: tool calls under their JSON Schemas, and JSON response formats.
 
-The engine sees only the Constraint protocol; this module owns the llguidance matcher, its token masks, forced
-tokens and rollback. Building llguidance's tokenizer costs 0.2-1.5 s, so it is built once per model.
+The engine and the drafters see only the Constraint interface (speculative/constraint.py); this module owns the
+llguidance matcher, its token masks, forced tokens and rollback. Building llguidance's tokenizer costs 0.2-1.5 s,
+so it is built once per model.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
+from typing import Sequence
 
 import llguidance
 import llguidance.llamacpp
@@ -16,6 +18,7 @@ import numpy as np
 from llguidance import LLMatcher
 
 from localspec.errors import ConfigError
+from localspec.speculative.constraint import Constraint
 
 # Canonical JSON (the separators json.dumps uses): fixed whitespace means more tokens are forced and drafts
 # from earlier calls match token for token.
@@ -163,7 +166,7 @@ def _scan(state: tuple[bool, bool], data: bytes) -> tuple[bool, bool]:
     return in_str, esc
 
 
-class GrammarConstraint:
+class GrammarConstraint(Constraint):
     """The engine's Constraint over an llguidance matcher. consume() never puts the matcher in its sticky
     error state: tokens are validated first."""
 
@@ -217,6 +220,9 @@ class GrammarConstraint:
             return False
         return bool((int(self._mask_words()[token >> 5]) >> (token & 31)) & 1)
 
+    def valid_prefix(self, tokens: Sequence[int]) -> int:
+        return self.matcher.validate_tokens(list(tokens)) if len(tokens) else 0
+
     def consume(self, token: int) -> bool:
         m = self.matcher
         if m.is_stopped() or m.validate_tokens([token]) != 1:
@@ -228,8 +234,8 @@ class GrammarConstraint:
             self._tokens.append(token)
         return ok
 
-    def consume_valid_prefix(self, tokens: list[int]) -> int:
-        """Consume the longest prefix of `tokens` the grammar accepts; returns its length."""
+    def consume_valid_prefix(self, tokens: Sequence[int]) -> int:
+        tokens = list(tokens)
         if not tokens or self.matcher.is_stopped():
             return 0
         n = self.matcher.validate_tokens(tokens)
@@ -252,6 +258,9 @@ class GrammarConstraint:
         if self.matcher.is_stopped():
             return []
         return list(self.matcher.compute_ff_tokens())
+
+    def forced_bytes(self) -> bytes:
+        return self.matcher.compute_ff_bytes()
 
     def done(self) -> bool:
         return self.matcher.is_stopped()

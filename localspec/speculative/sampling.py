@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localspec.speculative.constraint import Constraint
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -43,7 +45,7 @@ def masked_argmax(logits: np.ndarray, allowed: np.ndarray | None) -> int:
     return int(np.argmax(np.where(allowed, logits, -np.inf)))
 
 
-def constrained_argmax(logits: np.ndarray, constraint) -> int:
+def constrained_argmax(logits: np.ndarray, constraint: Constraint | None) -> int:
     """Greedy choice under a grammar. The global argmax is almost always allowed, and checking one token is far
     cheaper than building a vocabulary-wide mask (262k entries for Gemma), so the mask is the fallback."""
     best = int(np.argmax(logits))

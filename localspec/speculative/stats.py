@@ -6,6 +6,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 
+def tokens_per_pass(tokens: int, passes: int) -> float:
+    """Tokens per counted target pass; 0.0 before there is one."""
+    return tokens / passes if passes else 0.0
+
+
+def estimate_speedup(tokens: int, passes: int, decoding_s: float, single_token_s: float) -> float:
+    """How many times faster than target-only decoding: (tokens x one single-token target pass, measured on this
+    machine) / (time spent drafting and in target passes). Prompt processing and per-token bookkeeping are left out
+    of both sides (speculation does not change them). Capped at tokens per pass: a batched pass never costs less
+    than a single-token one, so the only way to beat target-only decoding is to emit more tokens per pass; the cap
+    keeps a single-token cost measured on a cold or busy machine from inflating the figure. 0.0: not measured."""
+    if not single_token_s or decoding_s <= 0 or not passes:
+        return 0.0
+    return min(tokens * single_token_s / decoding_s, tokens_per_pass(tokens, passes))
+
+
 @dataclass
 class DrafterStats:
     drafted: int = 0
@@ -41,8 +57,9 @@ class Stats:
 
     @property
     def mean_accepted_length(self) -> float:
-        """Tokens emitted per target forward pass (1.0 without speculation)."""
-        return self.generated_tokens / self.target_passes if self.target_passes else 0.0
+        """Tokens emitted per target pass (1.0 without speculation, never below 1): a pass counts when it emitted
+        a token (the prompt's pass gives the first one; a last pass that only found the end does not count)."""
+        return tokens_per_pass(self.generated_tokens, self.target_passes)
 
     @property
     def generation_s(self) -> float:
@@ -58,10 +75,9 @@ class Stats:
 
     @property
     def estimated_speedup(self) -> float:
-        """Time target-only decoding would have taken (tokens x one measured single-token pass) over the time taken."""
-        if not self.target_token_s or self.generation_s <= 0:
-            return 0.0
-        return self.generated_tokens * self.target_token_s / self.generation_s
+        """Against target-only decoding; see `estimate_speedup`."""
+        return estimate_speedup(self.generated_tokens, self.target_passes, self.draft_s + self.verify_s,
+                                self.target_token_s)
 
     def record_position(self, pos: int, accepted: bool) -> None:
         while len(self.per_position_drafted) <= pos:

@@ -51,8 +51,11 @@ class ApprovalRequest:
     danger: Danger
     summary: str  # one line for humans, e.g. "run: rm -rf build" or "overwrite src/x.py (+3 -1)"
     diff: str | None = None  # unified diff for writes, computed before anything is written
-    # What "always" would remember (shell: program patterns like "git push"; writes: the path).
+    # What "deny always" remembers (shell: program patterns like "git push"; writes: the path).
     patterns: tuple[str, ...] = field(default_factory=tuple)
+    # What "allow always" remembers, in words; None when it is not offered (then allowing applies once only).
+    always: str | None = None
+    always_note: str = ""  # why "allow always" is not offered
 
 
 Approver = Callable[[ApprovalRequest], Union[bool, Decision, str, None]]

@@ -42,7 +42,8 @@ class ListDirArgs(_Args):
 
 
 class SearchTextArgs(_Args):
-    pattern: str = Field(min_length=1, description="Python regular expression searched line by line.")
+    pattern: str = Field(min_length=1, description="Regular expression (Python-like RE2 syntax; no backreferences or "
+                                                    "lookaround) searched line by line.")
     path: str = Field(".", description="File or directory to search, relative to the workspace root.")
     glob: Optional[str] = Field(None, description='Only files matching this glob, e.g. "*.py" (any depth) or '
                                                   '"src/**/*.ts".')

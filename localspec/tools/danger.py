@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .shellparse import SHELLS, SimpleCommand, parse
+from .display import COMMAND_SHOWN_CHARS, hidden_characters
+from .shellparse import SHELLS, SimpleCommand, parse, split_wrappers
 
 LOW, MEDIUM, HIGH = "low", "medium", "high"
 _RANK = {LOW: 0, MEDIUM: 1, HIGH: 2}
@@ -47,7 +48,17 @@ class _Ratings:
 _FORK_BOMB = re.compile(r"([\w:]+)\s*\(\)\s*\{[^}]*\|\s*\1\s*&")
 _SAFE_DEVICES = {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero",
                  "/dev/random", "/dev/urandom"}
-_INTERPRETERS = SHELLS | {"python", "python3", "perl", "ruby", "node", "php", "lua"}
+_INTERPRETERS = SHELLS | {"python", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun",
+                           "Rscript", "tclsh", "osascript", "pwsh"}
+# Short flags after which an interpreter's next word (or the flag's own tail: -e'...') is code to run.
+_CODE_LETTERS = {"python": "c", "perl": "eE", "ruby": "e", "node": "ep", "nodejs": "ep", "php": "r", "lua": "e",
+                 "Rscript": "e", "osascript": "e", "deno": "", "bun": "e", "pwsh": "c", "tclsh": ""}
+# Inline code that deletes, overwrites or runs other programs: what we look for when we cannot rate the code.
+_DESTRUCTIVE_CODE = re.compile(
+    r"rmtree|unlink|\bremove\s*\(|\brmdir|rm_r|rm_rf|FileUtils|rmSync|rmdirSync|\bsystem\s*\(|\bsystem\b|"
+    r"subprocess|Popen|popen|child_process|execSync|spawnSync|\bexec[lv]p?e?\s*\(|os\.exec|qx|shutil\.move|"
+    r"os\.rename|truncate|write_text|write_bytes|\bopen\s*\([^)]*[\"'][wa+]|writeFileSync|\bkill\b|\brm\s+-",
+    re.IGNORECASE)
 _NETWORK = {"curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "rsync", "ftp", "telnet",
             "socat", "aria2c", "http", "https"}
 _DISK = {"dd", "mkfs", "mke2fs", "fdisk", "sfdisk", "parted", "wipefs", "shred", "mkswap", "swapoff"}
@@ -61,6 +72,12 @@ _INSTALLERS = {"pip", "pip3", "npm", "pnpm", "yarn", "apt", "apt-get", "brew", "
 def rate_shell(command: str, workspace: Path | str) -> Danger:
     ratings = _Ratings()
     parsed = parse(command)
+    hidden = hidden_characters(command)
+    if hidden:
+        ratings.add(MEDIUM, f"contains {hidden} control or invisible character(s), shown escaped")
+    if len(command) > COMMAND_SHOWN_CHARS:
+        ratings.add(MEDIUM, f"is {len(command):,} characters long; the approval shows only the first "
+                            f"{COMMAND_SHOWN_CHARS:,}")
     if parsed.error:
         ratings.add(MEDIUM, f"could not fully parse the command ({parsed.error.lower()})")
     if parsed.substitution:
@@ -104,8 +121,12 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
         elif "<" in op and _outside(target, root):
             r.add(MEDIUM, f"reads input from outside the workspace ({target})")
     prog, args = cmd.program, cmd.args
+    if depth < 3:
+        _rate_nested(cmd, root, r, depth)
     if not prog:
         return
+    if "$" in prog or "`" in prog:
+        r.add(MEDIUM, f"runs a command named by a variable or substitution ({cmd.argv[0]}), which cannot be checked")
     flags = [a for a in args if a.startswith("-")]
     short = "".join(a[1:] for a in flags if not a.startswith("--"))
     positional = [a for a in args if not a.startswith("-")]
@@ -113,12 +134,22 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
 
     if prog in ("su", "sudo", "doas"):
         r.add(HIGH, f"runs with elevated privileges ({prog})")
-    if cmd.piped and prog in _INTERPRETERS and not [a for a in positional if a != "-"] and "-c" not in args:
+    interpreter = prog in _INTERPRETERS or prog.startswith(("python", "perl", "ruby", "node", "php"))
+    code = _inline_code(prog, args) if interpreter else None
+    if cmd.piped and interpreter and not [a for a in positional if a != "-"] and code is None:
         r.add(HIGH, f"pipes data into a shell/interpreter to execute ({prog})")
-    if prog in SHELLS and "-c" in args and depth < 3:
-        inner = args[args.index("-c") + 1] if args.index("-c") + 1 < len(args) else ""
-        for sub in parse(inner).commands:
-            _rate_command(sub, root, r, depth + 1)
+    elif interpreter and code is None and not [a for a in positional if a != "-"] and \
+            any("<" in op for op, _ in cmd.redirects):
+        r.add(MEDIUM, f"runs code fed to {prog} on its input, which is not rated here")
+    if code is not None:
+        if prog in SHELLS:
+            if depth < 3:
+                for sub in parse(code).commands:
+                    _rate_command(sub, root, r, depth + 1)
+        elif _DESTRUCTIVE_CODE.search(code):
+            r.add(HIGH, f"runs inline {prog} code that deletes, writes or runs other programs")
+        else:
+            r.add(MEDIUM, f"runs inline {prog} code")
     if prog == "rm":
         if "r" in short.lower() or "--recursive" in flags:
             r.add(HIGH, "deletes recursively (rm -r)")
@@ -163,12 +194,63 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
         r.add(MEDIUM, "evaluates a dynamically built command (eval)")
     if prog == "find" and ("-delete" in args or any(a in ("rm", "-execdir") for a in args)):
         r.add(MEDIUM, "deletes files found by find")
+    if prog == "find" and any(a in ("-exec", "-execdir", "-ok", "-okdir") for a in args):
+        r.add(MEDIUM, "runs a command on every file found (find -exec)")
+    if prog == "find" and any(a in ("-fprint", "-fprint0", "-fprintf", "-fls") for a in args):
+        r.add(MEDIUM, "writes a file (find -fprint)")
     if outside:
         shown = ", ".join(outside[:3])
         if prog in _WRITERS or (prog == "sed" and any(a.startswith("-i") for a in flags)):
             r.add(HIGH, f"modifies paths outside the workspace ({shown})")
         else:
             r.add(MEDIUM, f"uses paths outside the workspace ({shown})")
+
+
+def _inline_code(prog: str, args: list[str]) -> str | None:
+    """The code an interpreter is given on its command line (-c, -e, -E, -r ...), or None."""
+    family = "python" if prog.startswith("python") else next((k for k in _CODE_LETTERS if prog.startswith(k)), "")
+    code_letters = "c" if prog in SHELLS else _CODE_LETTERS.get(family, "ce")
+    for i, arg in enumerate(args):
+        if arg.startswith("--"):
+            if arg.split("=", 1)[0] in ("--eval", "--print", "--command"):
+                return arg.split("=", 1)[1] if "=" in arg else " ".join(args[i + 1:i + 2])
+            continue
+        if not arg.startswith("-") or arg == "-":
+            return None  # a script file: its code is not on the command line
+        letters = arg[1:]
+        for k, letter in enumerate(letters):
+            if letter in code_letters:
+                return letters[k + 1:] or " ".join(args[i + 1:i + 2])
+    return None
+
+
+def _rate_nested(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> None:
+    """Commands hidden inside another command's arguments: eval, env -S, watch, find -exec."""
+    prog, args = cmd.program, cmd.args
+    inner: list[str] = []
+    if prog == "eval":
+        inner.append(" ".join(args))
+    if "env" in cmd.wrappers:
+        words = cmd.words
+        for i, word in enumerate(words):
+            if word in ("-S", "--split-string") and i + 1 < len(words):
+                inner.append(words[i + 1])
+            elif word.startswith("--split-string="):
+                inner.append(word.split("=", 1)[1])
+    if cmd.wrappers and cmd.wrappers[-1] in ("watch", "su") and len(cmd.argv) == 1 and " " in cmd.argv[0]:
+        inner.append(cmd.argv[0])
+    if prog in ("su", "runuser") and "-c" in args and args.index("-c") + 1 < len(args):
+        inner.append(args[args.index("-c") + 1])
+    for text in inner:
+        for sub in parse(text).commands:
+            _rate_command(sub, root, r, depth + 1)
+    if prog == "find":
+        for i, arg in enumerate(args):
+            if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
+                sub = SimpleCommand(words=args[i + 1:end])
+                split_wrappers(sub)
+                _rate_command(sub, root, r, depth + 1)
 
 
 def _outside(token: str, root: str) -> bool:

@@ -2,12 +2,13 @@
 
 Modes: "ask" (default; reads run, writes and shell need approval), "read-only" (writes and shell
 refused), "auto" (everything runs; an explicit opt-in). Remembered "always" decisions are kept per
-tool and pattern for the lifetime of the Policy object (one session).
+tool for the lifetime of the Policy object (one session): "deny always" by pattern (a program name
+denies every command running it), "allow always" by one exact key (tools/allowance.py for shell).
 """
 from __future__ import annotations
 
 import threading
-from typing import Iterable
+from typing import Hashable, Iterable
 
 from .approval import Decision
 
@@ -26,7 +27,7 @@ def normalize_mode(mode: str) -> str:
 class Policy:
     def __init__(self, mode: str = "ask") -> None:
         self._mode = normalize_mode(mode)
-        self._allowed: dict[str, set[str]] = {}
+        self._allowed: dict[str, set[Hashable]] = {}  # str patterns, or allowance.Allowance for shell
         self._denied: dict[str, set[str]] = {}
         self._lock = threading.Lock()  # the approver may run on a UI thread
 
@@ -55,6 +56,18 @@ class Policy:
                 target.setdefault(tool, set()).add(pattern)
                 other.get(tool, set()).discard(pattern)
 
+    def allow_always(self, tool: str, key: Hashable) -> None:
+        """Remember one "allow always" key (a shell Allowance, a write's path)."""
+        with self._lock:
+            self._allowed.setdefault(tool, set()).add(key)
+
+    def allows(self, tool: str, key: Hashable | None) -> bool:
+        """Whether "allow always" was given for exactly this key."""
+        if key is None:
+            return False
+        with self._lock:
+            return key in self._allowed.get(tool, set())
+
     def recall(self, tool: str, patterns: Iterable[str]) -> Decision | None:
         """DENY_ALWAYS if any pattern was denied; ALLOW_ALWAYS if every pattern was allowed; else None."""
         patterns = tuple(patterns)
@@ -73,7 +86,7 @@ class Policy:
         """Snapshot for UIs: {"allow": {tool: [patterns]}, "deny": {...}}."""
         with self._lock:
             return {
-                "allow": {t: sorted(p) for t, p in self._allowed.items() if p},
+                "allow": {t: sorted(map(str, p)) for t, p in self._allowed.items() if p},
                 "deny": {t: sorted(p) for t, p in self._denied.items() if p},
             }
 

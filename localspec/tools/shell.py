@@ -1,22 +1,32 @@
-"""run_shell: /bin/sh -c in the workspace, its own process group, bounded time and output.
+"""run_shell: /bin/sh -c in the workspace, bounded time and output, a scrubbed environment, and no process left behind.
 
-Why a new session/process group: on timeout (or when the shell exits leaving background jobs)
-we kill the whole group, so `sleep 100 &` cannot outlive the call or hold the output pipe open.
+Why a wrapper (tools/reaper.py) on Linux: a process group kill misses what left the group (`setsid cmd &`,
+`setsid -f`, a double fork). The wrapper is a child subreaper, so all of those stay its descendants; it kills
+them all when the shell exits (or on a timeout) and reports what it stopped and what it could not. Elsewhere
+(macOS) the command runs in its own session and the group is killed, and the result says that processes which
+left the group are not tracked.
 """
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
+
+from .environ import shell_environment
 
 # After the shell exits, how long background children may keep writing before being stopped.
 _DRAIN_GRACE_S = 0.2
 _TERM_GRACE_S = 0.5
+_REAPER = Path(__file__).with_name("reaper.py")
+_REAPER_CLEANUP_S = 10.0  # the wrapper's own sweep takes at most about 4 s
+_LISTED = 5  # processes named in the result
 
 
 @dataclass
@@ -26,6 +36,10 @@ class ShellOutcome:
     timed_out: bool
     truncated_bytes: int  # how much output was dropped by the cap
     killed_leftovers: bool  # background processes were still running and got stopped
+    leftovers: list[str] = field(default_factory=list)  # "sleep (pid 123)" for what was stopped
+    survivors: list[str] = field(default_factory=list)  # what could not be stopped, with why
+    tracking: str = "subreaper"  # "subreaper" (every descendant) or "process-group" (fallback)
+    removed_env: list[str] = field(default_factory=list)  # secret-looking variables withheld
 
 
 class _CappedSink:
@@ -68,12 +82,32 @@ class _CappedSink:
         return head + tail
 
 
-def run_shell(command: str, cwd: Path, timeout_s: float, output_cap: int) -> ShellOutcome:
-    env = dict(os.environ, PAGER="cat", GIT_PAGER="cat", TERM="dumb", NO_COLOR="1")
-    proc = subprocess.Popen(
-        ["/bin/sh", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+def _use_reaper() -> bool:
+    return sys.platform.startswith("linux") and bool(sys.executable) and os.path.isdir("/proc/self") \
+        and _REAPER.is_file()
+
+
+def run_shell(command: str, cwd: Path, timeout_s: float, output_cap: int,
+              env_allow: Iterable[str] = ()) -> ShellOutcome:
+    env, removed = shell_environment(allow=env_allow)
+    reaper = _use_reaper()
+    report_r = report_w = -1
+    argv = ["/bin/sh", "-c", command]
+    if reaper:
+        report_r, report_w = os.pipe()
+        argv = [sys.executable, "-I", "-S", str(_REAPER), str(report_w), *argv]
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True, pass_fds=(report_w,) if reaper else (),
+        )
+    except BaseException:
+        if reaper:
+            os.close(report_r)
+            os.close(report_w)
+        raise
+    if reaper:
+        os.close(report_w)
     sink = _CappedSink(output_cap)
     reader = threading.Thread(target=_pump, args=(proc.stdout, sink), daemon=True)
     reader.start()
@@ -82,10 +116,13 @@ def run_shell(command: str, cwd: Path, timeout_s: float, output_cap: int) -> She
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-    except BaseException:  # e.g. KeyboardInterrupt in the UI thread: never leave the group running
-        _kill_group(proc.pid)
-        proc.wait()
+    except BaseException:  # e.g. KeyboardInterrupt in the UI thread: never leave the command running
+        _stop(proc, reaper)
+        if reaper:
+            os.close(report_r)
         raise
+    if reaper:
+        return _finish_with_reaper(proc, report_r, reader, sink, timed_out, removed)
     leftovers = False
     if timed_out:
         _kill_group(proc.pid)
@@ -97,7 +134,95 @@ def run_shell(command: str, cwd: Path, timeout_s: float, output_cap: int) -> She
             leftovers = True
             _kill_group(proc.pid)
     reader.join(5)
-    return ShellOutcome(sink.text(), None if timed_out else proc.returncode, timed_out, sink.dropped, leftovers)
+    return ShellOutcome(sink.text(), None if timed_out else proc.returncode, timed_out, sink.dropped, leftovers,
+                        ["processes in the command's process group"] if leftovers else [],
+                        tracking="process-group", removed_env=removed)
+
+
+def _finish_with_reaper(proc, report_r: int, reader, sink, timed_out: bool, removed: list[str]) -> ShellOutcome:
+    if timed_out:
+        proc.send_signal(signal.SIGTERM)  # the wrapper stops the shell and everything it started
+    try:
+        proc.wait(timeout=_REAPER_CLEANUP_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.wait()
+    report = _read_report(report_r)
+    if not report:  # the wrapper died without reporting: fall back to the group, and say we could not check
+        _kill_group(proc.pid)
+        reader.join(5)
+        return ShellOutcome(sink.text(), None if timed_out else proc.returncode, timed_out, sink.dropped,
+                            timed_out, [], ["unknown: the process tracker failed, some processes may still run"],
+                            tracking="process-group", removed_env=removed)
+    survivors = list(report.get("survivors", []))
+    extra = int(report.get("survivor_count", len(survivors))) - len(survivors)
+    if extra > 0:
+        survivors.append(f"and {extra} more")
+    leftovers = list(report.get("leftovers", []))
+    extra = int(report.get("leftover_count", len(leftovers))) - len(leftovers)
+    if extra > 0:
+        leftovers.append(f"and {extra} more")
+    exit_code = report.get("exit")
+    timed_out = exit_code is None and (timed_out or bool(report.get("stopped_early")))
+    reader.join(1 if survivors else 5)
+    return ShellOutcome(sink.text(), exit_code, timed_out, sink.dropped, bool(leftovers), leftovers, survivors,
+                        tracking="subreaper" if report.get("subreaper") else "process-group", removed_env=removed)
+
+
+def _read_report(fd: int) -> dict:
+    """The wrapper's "key<TAB>value" lines as {"exit": int|None, "leftovers": [...], "survivors": [...], ...}."""
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    report: dict = {"leftovers": [], "survivors": []}
+    for line in b"".join(chunks).decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition("\t")
+        if key in ("leftover", "survivor"):
+            report[key + "s"].append(value)
+        elif key in ("exit", "leftover_count", "survivor_count", "subreaper", "stopped_early"):
+            try:
+                report[key] = None if value == "none" else int(value)
+            except ValueError:
+                return {}
+        elif key == "error":
+            report[key] = value
+    return report if "exit" in report else {}
+
+
+def _stop(proc: subprocess.Popen, reaper: bool) -> None:
+    """Interrupted while waiting: stop the command now (through the wrapper when there is one)."""
+    if reaper:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=_REAPER_CLEANUP_S)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    _kill_group(proc.pid)
+    proc.wait()
+
+
+def process_notes(out: ShellOutcome) -> str:
+    """Lines for the tool result: what was stopped, what could not be, and what this system cannot track."""
+    notes = ""
+    if out.killed_leftovers and not out.timed_out:
+        named = ", ".join(out.leftovers[:_LISTED]) + (" ..." if len(out.leftovers) > _LISTED else "")
+        notes += f"\n[background processes still running after the command exited were stopped: {named}]"
+    if out.survivors:
+        notes += (f"\n[could not stop {len(out.survivors)} process(es) the command started; they may still be "
+                  f"running: {'; '.join(out.survivors[:_LISTED])}]")
+    if out.tracking != "subreaper" and (out.killed_leftovers or out.timed_out):
+        notes += ("\n[note: this system can only stop the command's process group; processes that started their own "
+                  "session (setsid) or daemonized are not tracked and may still run]")
+    return notes
 
 
 def _pump(stream, sink: _CappedSink) -> None:

@@ -1,14 +1,16 @@
-"""A conservative split of a shell command line into simple commands.
+"""Two readings of a shell command line: a conservative split into simple commands, and a strict "plain argv" test.
 
-Why not a real shell parser: danger rating and "allow always" patterns only need program names,
-arguments, redirections and pipes. When in doubt this over-reports (quoted operators count as
-operators, comments as words), which errs on the side of asking the user.
+Why two: the danger rating and "deny always" need program names, arguments, redirections and pipes of ANY
+command, and over-report when unsure (quoted operators count as operators, comments as words). "Allow always"
+needs the opposite guarantee: that a command is exactly a list of literal words, nothing the shell would expand,
+redirect or chain. plain_argv() accepts only that strict subset and refuses everything else.
 """
 from __future__ import annotations
 
 import os
 import re
 import shlex
+import string
 from dataclasses import dataclass, field
 
 _PUNCT = set("();<>|&")
@@ -31,6 +33,20 @@ WRAPPERS: dict[str, set[str]] = {
     "stdbuf": set(),
     "xargs": {"-n", "-I", "-d", "-P", "-L", "-s", "-E", "-a"},
     "timeout": {"-s", "-k"},
+    "setsid": set(),
+    "busybox": set(),
+    "toybox": set(),
+    "unbuffer": set(),
+    "chronic": set(),
+    "caffeinate": set(),
+    "flock": {"-w", "-E", "--timeout", "--conflict-exit-code"},
+    "watch": {"-n", "-d", "--interval"},
+    "strace": {"-o", "-e", "-p", "-s", "-u"},
+    "ltrace": {"-o", "-e", "-p", "-s", "-u"},
+    "firejail": set(),
+    "torsocks": set(),
+    "proxychains": set(),
+    "proxychains4": set(),
 }
 # Programs whose first positional argument is a subcommand worth remembering separately.
 SUBCOMMAND_PROGRAMS = {
@@ -85,7 +101,7 @@ def parse(command: str) -> ParsedCommand:
 
     def flush(piped_next: bool) -> SimpleCommand:
         if current.words or current.redirects:
-            _split_wrappers(current)
+            split_wrappers(current)
             commands.append(current)
         return SimpleCommand(words=[], piped=piped_next)
 
@@ -105,7 +121,8 @@ def parse(command: str) -> ParsedCommand:
     return ParsedCommand(commands, bool(_SUBSTITUTION.search(command)), error)
 
 
-def _split_wrappers(cmd: SimpleCommand) -> None:
+def split_wrappers(cmd: SimpleCommand) -> None:
+    """Fill cmd.wrappers and cmd.argv from cmd.words (assignments, sudo/env/xargs/... in front of the program)."""
     words = list(cmd.words)
     i = 0
     while i < len(words):
@@ -162,3 +179,87 @@ def _pattern(cmd: SimpleCommand) -> str | None:
     elif prog.startswith("python") and len(cmd.args) >= 2 and cmd.args[0] == "-m":
         head = f"{prog} -m {cmd.args[1]}"
     return f"{prefix} {head}".strip()
+
+
+# --- the strict reading: is this exactly one plain argv? -------------------------------------------------------
+
+# Characters that mean nothing to /bin/sh outside quotes (no expansion, globbing, operators, comments, escapes).
+_PLAIN_UNQUOTED = frozenset(string.ascii_letters + string.digits + "_./:,+=@%^-")
+_WHY_NOT_PLAIN = [
+    ("\n\r", "spans several lines"),
+    (";&|", "chains several commands"),
+    ("<>", "redirects input or output"),
+    ("$", "expands variables or substitutes commands"),
+    ("`", "substitutes commands"),
+    ("*?[]", "has wildcards the shell expands"),
+    ("{}", "has braces the shell may expand or group"),
+    ("()", "runs a subshell or function"),
+    ("~", "expands ~"),
+    ("#", "has a comment"),
+    ("\\", "uses backslash escapes"),
+    ("!", "has '!'"),
+]
+
+
+@dataclass(frozen=True)
+class PlainCommand:
+    """argv when a command line is one plain simple command, else None with the reason in words."""
+    argv: tuple[str, ...] | None
+    reason: str = ""
+
+
+def plain_argv(command: str) -> PlainCommand:
+    """The argv of a command made only of literal words (bare safe characters, '...' or "..." without $ ` \\).
+
+    Anything the shell would interpret (assignments, redirections, substitutions, chaining, globs, tilde,
+    escapes, comments, control or invisible characters) makes it not plain: the caller must then ask.
+    """
+    words: list[str] = []
+    current: list[str] | None = None
+    i, n = 0, len(command)
+    while i < n:
+        c = command[i]
+        if c in " \t":
+            if current is not None:
+                words.append("".join(current))
+                current = None
+            i += 1
+            continue
+        if c in "'\"":
+            end = command.find(c, i + 1)
+            if end < 0:
+                return PlainCommand(None, "has an unbalanced quote")
+            inner = command[i + 1:end]
+            if c == '"' and any(ch in inner for ch in "$`\\"):
+                return PlainCommand(None, "expands variables, commands or escapes inside double quotes")
+            if not all(ch == " " or ch.isprintable() for ch in inner):
+                return PlainCommand(None, "has control or invisible characters")
+            current = (current or []) + [inner]
+            i = end + 1
+            continue
+        if c not in _PLAIN_UNQUOTED:
+            return PlainCommand(None, _why_not(c))
+        current = (current or []) + [c]
+        i += 1
+    if current is not None:
+        words.append("".join(current))
+    if not words:
+        return PlainCommand(None, "is empty")
+    if "=" in words[0]:
+        return PlainCommand(None, "sets environment variables")
+    try:  # a second, independent tokenizer must agree, or we do not trust our reading
+        agree = shlex.split(command, comments=False, posix=True) == words
+    except ValueError:
+        agree = False
+    if not agree:
+        return PlainCommand(None, "could not be read unambiguously")
+    return PlainCommand(tuple(words))
+
+
+def _why_not(c: str) -> str:
+    for chars, reason in _WHY_NOT_PLAIN:
+        if c in chars:
+            return reason
+    if not c.isprintable():
+        return "has control or invisible characters"
+    return f"has the character {c!r} outside quotes"

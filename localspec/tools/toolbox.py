@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Hashable, Iterable, Protocol
 
 from pydantic import BaseModel, ValidationError
 
 from . import args as A
 from . import files, shell, writes
+from .allowance import remember as shell_allowance
 from .approval import ApprovalRequest, Approver, Decision
 from .danger import HIGH, LOW, Danger, rate_shell
 from .limits import Limits
@@ -32,8 +33,24 @@ class Action:
     summary: str = ""
     danger: Danger = field(default_factory=lambda: Danger(LOW))
     diff: str | None = None
-    patterns: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()  # what "deny always" remembers
     needs_approval: bool = True  # False when there is nothing to approve (e.g. a write with no change)
+    # What "allow always" remembers: allow_key (None: the patterns) and its description in words;
+    # always_note says why "always" is not offered (then allow_key is ignored and nothing is remembered).
+    allow_key: Hashable | None = None
+    always: str | None = None
+    always_note: str = ""
+
+    def allowance(self, tool: str) -> tuple[Hashable | None, str | None]:
+        """(key, words) for "allow always", or (None, None) when it is not offered."""
+        if self.always_note:
+            return None, None
+        if self.allow_key is not None:
+            return self.allow_key, self.always or str(self.allow_key)
+        if not self.patterns:
+            return None, None
+        key = self.patterns[0] if len(self.patterns) == 1 else tuple(self.patterns)
+        return key, self.always or f"later {tool} calls on {', '.join(self.patterns)}"
 
 
 @dataclass(frozen=True)
@@ -43,34 +60,61 @@ class ToolDef:
     args_model: type[BaseModel]
     kind: str  # "read" | "write" | "shell"
     plan: Callable[["Toolbox", Any], Action]
+    parameters: dict[str, Any] | None = None  # a JSON Schema given as is (external tools); None: from args_model
+    source: str = "builtin"  # "builtin", or where an external tool comes from (e.g. "mcp:SERVER")
+
+
+class ToolSource(Protocol):
+    """Tools from outside the Toolbox (MCP servers): they pass through the same validation, policy and approval.
+    Asked on every lookup, so tools may come and go during a session (a server stops, is switched off)."""
+
+    def tool_defs(self, reserved: set[str]) -> list[ToolDef]:
+        """The tools now available; names must avoid `reserved` (the built-in names)."""
 
 
 class Toolbox:
     def __init__(self, workspace: Path | str, policy: Policy | str | None = None,
-                 approver: Approver | None = None, *, limits: Limits | None = None) -> None:
+                 approver: Approver | None = None, *, limits: Limits | None = None,
+                 env_allow: Iterable[str] = ()) -> None:
         self.workspace = Workspace(workspace)
         self.policy = Policy(policy) if isinstance(policy, str) else (policy or Policy())
         self.approver = approver
         self.limits = limits or Limits()
+        self.env_allow = tuple(env_allow)  # secret-looking variables the user lets run_shell see (config)
         self._tools = {t.name: t for t in _TOOLS}
+        self._sources: list[ToolSource] = []
+
+    def add_source(self, source: ToolSource) -> None:
+        self._sources.append(source)
+
+    def _all(self) -> dict[str, ToolDef]:
+        tools = dict(self._tools)
+        for source in self._sources:
+            for t in source.tool_defs(set(self._tools)):
+                tools.setdefault(t.name, t)
+        return tools
+
+    def tool_defs(self) -> list[ToolDef]:
+        return list(self._all().values())
 
     @property
     def root(self) -> Path:
         return self.workspace.root
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return list(self._all())
 
     def kind(self, name: str) -> str | None:
-        tool = self._tools.get(name)
+        tool = self._all().get(name)
         return tool.kind if tool else None
 
     def specs(self, *, available_only: bool = False) -> list[dict[str, Any]]:
         """OpenAI-style tool definitions. available_only drops tools the policy refuses (read-only mode)."""
         return [
             {"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": parameters_schema(t.args_model)}}
-            for t in self._tools.values()
+                "name": t.name, "description": t.description,
+                "parameters": t.parameters if t.parameters is not None else parameters_schema(t.args_model)}}
+            for t in self._all().values()
             if not (available_only and self.policy.refuses(t.kind))
         ]
 
@@ -85,9 +129,10 @@ class Toolbox:
         return result
 
     def _call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
-        tool = self._tools.get(name) if isinstance(name, str) else None
+        tools = self._all()
+        tool = tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            return ToolResult.failure(f"unknown tool {name!r}; available tools: {', '.join(self._tools)}")
+            return ToolResult.failure(f"unknown tool {name!r}; available tools: {', '.join(tools)}")
         raw = _parse_arguments(arguments)
         try:
             parsed = tool.args_model.model_validate(raw)
@@ -114,18 +159,27 @@ class Toolbox:
             return f"refused, the user chose 'deny always' for {' / '.join(action.patterns)}"
         if not action.needs_approval or not self.policy.needs_approval(tool.kind):
             return None
-        if remembered is Decision.ALLOW_ALWAYS and action.danger.level != HIGH:
-            return None  # high-danger calls are asked about even if a similar one was always-allowed
+        allow_key, always = action.allowance(tool.name)
+        if action.danger.level == HIGH:  # high-danger calls are asked about every time
+            allow_key, always = None, None
+        if self.policy.allows(tool.name, allow_key):
+            return None
         if self.approver is None:
             return ("refused, this needs the user's approval but no approver is available "
                     "(policy mode 'ask'; use mode 'auto' to run without asking)")
+        note = action.always_note or ("it is rated high danger: asked every time" if action.danger.level == HIGH
+                                      else "" if always else "there is nothing to remember it by")
         request = ApprovalRequest(tool=tool.name, arguments=arguments, cwd=self.root, danger=action.danger,
-                                  summary=action.summary, diff=action.diff, patterns=action.patterns)
+                                  summary=action.summary, diff=action.diff, patterns=action.patterns,
+                                  always=always, always_note="" if always else note)
         try:
             decision = Decision.coerce(self.approver(request))
         except Exception as exc:
             return f"not run, asking for approval failed ({one_line(str(exc)) or type(exc).__name__})"
-        self.policy.remember(tool.name, action.patterns, decision)
+        if decision is Decision.DENY_ALWAYS:
+            self.policy.remember(tool.name, action.patterns, decision)
+        elif decision is Decision.ALLOW_ALWAYS and allow_key is not None:
+            self.policy.allow_always(tool.name, allow_key)  # not offered: allowing applies once only
         if not decision.allowed:
             return "denied by the user" + (" (remembered for similar calls)" if decision.remembered else "")
         return None
@@ -172,11 +226,11 @@ def _write_action(tb: Toolbox, plan: writes.WritePlan) -> Action:
 
 
 def _plan_write_file(tb: Toolbox, a: A.WriteFileArgs) -> Action:
-    return _write_action(tb, writes.plan_write(tb.workspace, a.path, a.content))
+    return _write_action(tb, writes.plan_write(tb.workspace, a.path, a.content, tb.limits))
 
 
 def _plan_edit_file(tb: Toolbox, a: A.EditFileArgs) -> Action:
-    return _write_action(tb, writes.plan_edit(tb.workspace, a.path, a.old, a.new))
+    return _write_action(tb, writes.plan_edit(tb.workspace, a.path, a.old, a.new, tb.limits))
 
 
 def _plan_run_shell(tb: Toolbox, a: A.RunShellArgs) -> Action:
@@ -186,24 +240,30 @@ def _plan_run_shell(tb: Toolbox, a: A.RunShellArgs) -> Action:
 
     def run() -> ToolResult:
         try:
-            out = shell.run_shell(a.command, tb.root, timeout, tb.limits.shell_output_bytes)
+            out = shell.run_shell(a.command, tb.root, timeout, tb.limits.shell_output_bytes, env_allow=tb.env_allow)
         except OSError as exc:
             raise ToolError(f"could not start /bin/sh: {exc.strerror or exc}") from None
         content = out.output.rstrip("\n") or "(no output)"
         data = {"exit_code": out.exit_code, "timed_out": out.timed_out, "truncated_bytes": out.truncated_bytes}
+        if out.survivors:
+            data["survivors"] = list(out.survivors)
         if out.truncated_bytes:
             content += (f"\n[output truncated: {out.truncated_bytes} bytes omitted; "
                         f"limit {tb.limits.shell_output_bytes} bytes]")
+        notes = shell.process_notes(out)
         if out.timed_out:
-            return ToolResult.failure(f"command timed out after {timeout:g}s; it and its child processes were "
-                                      "killed", content=content + f"\n[timed out after {timeout:g}s]", **data)
-        content += f"\n[exit code: {out.exit_code}]"
-        if out.killed_leftovers:
-            content += "\n[background processes still running after the command exited were stopped]"
+            killed = ("it and its child processes were killed" if not out.survivors else
+                      f"it was killed, but {len(out.survivors)} process(es) it started could not be stopped")
+            return ToolResult.failure(f"command timed out after {timeout:g}s; {killed}",
+                                      content=content + f"\n[timed out after {timeout:g}s]" + notes, **data)
+        content += f"\n[exit code: {out.exit_code}]" + notes
         return ToolResult.success(content, **data)
 
-    return Action(run, summary=f"run: {a.command}", danger=rate_shell(a.command, tb.root),
-                  patterns=command_patterns(a.command))
+    danger = rate_shell(a.command, tb.root)
+    kept = shell_allowance(a.command, tb.root)
+    return Action(run, summary=f"run: {a.command}", danger=danger, patterns=command_patterns(a.command),
+                  allow_key=kept.allowance, always=kept.allowance.describe() if kept.allowance else None,
+                  always_note=kept.reason if kept.allowance is None else "")
 
 
 _TOOLS = (

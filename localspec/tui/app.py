@@ -27,6 +27,7 @@ from localspec.tui.messages import ApprovalAsked, ApprovalWithdrawn, PairFailed,
 from localspec.tui.options import AppOptions
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.chat import ChatScreen
+from localspec.tui.screens.help import HelpScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
 from localspec.tui.session import ChatSession
@@ -36,7 +37,8 @@ class LocalspecApp(App):
     TITLE = "localspec"
     # Absolute paths: Textual resolves relative ones against the module of the (possibly sub-)class.
     CSS_PATH = [Path(__file__).parent / f"{name}.tcss" for name in ("app", "chat", "models", "settings", "approval")]
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True), Binding("f1", "help", "Help", show=False),
+                Binding("f5", "tools", "Tools", show=False)]
 
     def __init__(self, options: AppOptions | None = None, *, session: ChatSession | None = None) -> None:
         super().__init__()
@@ -65,6 +67,7 @@ class LocalspecApp(App):
         self.install_screen(self._chat, name="chat")
         self.push_screen("chat")
         self.install_screen(ModelsScreen(), name="models")  # kept: a download outlives leaving the screen
+        self.session.start_tools(self._tools_notice)  # MCP servers start beside the model; F5 shows them
         try:
             sel = self.session.initial_selection()
         except LocalspecError as exc:
@@ -72,9 +75,11 @@ class LocalspecApp(App):
             self.open_models(f"{exc}\nDownload a pair below (select it, press p), or start with --target PATH.")
             return
         self.switch_pair(sel)
-        if sel.demo:  # first run: nothing installed, only the packaged demo model to fall back on
-            self.open_models("No model pair is installed yet. Download one below (select it, press p), or press "
-                             "Esc to try the small demo model (SmolLM2-135M, no draft model).")
+        if sel.demo and self.session.settings.default_pair is None:
+            # First run: no pair installed and none picked yet; the demo model loads behind the models screen.
+            from localspec.tui.screens.models import FIRST_RUN
+
+            self.open_models(FIRST_RUN, first_run=True)
 
     def _apply_theme(self) -> None:
         theme = self.session.settings.theme
@@ -102,18 +107,24 @@ class LocalspecApp(App):
         else:
             self.post_message(PairLoaded(info))
 
-    def on_pair_loaded(self, msg: PairLoaded) -> None:
+    async def on_pair_loaded(self, msg: PairLoaded) -> None:
         self.loading = False
         self.chat.set_status("ready")
         self.notify(f"loaded {msg.info.label}", timeout=2)
+        if msg.info.warning:
+            await self.chat.add_message("note", "warning: " + msg.info.warning)
+        models = self.get_screen("models")
+        if self.screen is models:
+            models.action_refresh()  # its ● moves to the pair now in use
 
     async def on_pair_failed(self, msg: PairFailed) -> None:
         self.loading = False
         self.chat.set_status("no model")
         await self.chat.add_message("error", msg.message + "  (F2 opens the models screen)")
 
-    def open_models(self, notice: str | None = None) -> None:
+    def open_models(self, notice: str | None = None, *, first_run: bool = False) -> None:
         screen = self.get_screen("models")
+        screen.first_run = first_run
         screen.set_notice(notice)
         if self.screen is not screen:
             self.push_screen(screen)
@@ -121,14 +132,72 @@ class LocalspecApp(App):
     def action_models(self) -> None:
         self.open_models()
 
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
     def action_settings(self) -> None:
         if not isinstance(self.screen, SettingsScreen):
             self.push_screen(SettingsScreen())  # a fresh form: it shows the file as it is now
+
+    def action_tools(self) -> None:
+        from localspec.mcp import default_config_path
+        from localspec.tui.screens.tools import ToolsScreen
+
+        if not isinstance(self.screen, ToolsScreen):
+            path = self.options.mcp_config or default_config_path()
+            self.push_screen(ToolsScreen(self.session.mcp, self.session.toolbox, path))
+
+    def _tools_notice(self, message: str) -> None:
+        """An MCP server failed or stopped (called from any thread; notify posts a message)."""
+        self.notify(message, severity="warning", timeout=10, markup=False)
+
+    # -- saved conversations --------------------------------------------------------------------------------------
+    def action_sessions(self) -> None:
+        from localspec.tui.screens.sessions import SessionsScreen
+
+        if not isinstance(self.screen, SessionsScreen):
+            self.push_screen(SessionsScreen())
+
+    def open_conversation(self, cid: str) -> bool:
+        """Load a saved conversation into the chat (not while a reply is being written)."""
+        from localspec.conversations import ConversationError
+
+        if self.chat.busy:
+            self.notify("a reply is being written: cancel it (Esc) before opening another conversation",
+                        severity="warning")
+            return False
+        try:
+            conv = self.session.open_conversation(cid)
+        except ConversationError as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        while self.screen is not self.chat:
+            self.pop_screen()
+        self.call_later(self.chat.show_conversation)
+        here = str(self.session.options.workspace)
+        if conv.workspace and conv.workspace != here:  # its tool results name files in another folder
+            self.notify(f"opened {conv.display_title!r}; it was held in {conv.workspace}, tools now work in {here}",
+                        severity="warning", timeout=6)
+        else:
+            self.notify(f"opened {conv.display_title!r}", timeout=2)
+        return True
+
+    def delete_conversation(self, cid: str) -> None:
+        from localspec.conversations import ConversationError
+
+        was_open = cid == self.session.conversation_id
+        if was_open and self.chat.busy:
+            raise ConversationError("that conversation is being written to: cancel the reply (Esc) first")
+        self.session.delete_conversation(cid)
+        if was_open:
+            self.call_later(self.chat.show_conversation)
 
     # -- settings -------------------------------------------------------------------------------------------------
     def reload_settings(self) -> None:
         self.session.apply_settings(load_config(self.options.config_path))
         self._apply_theme()
+        self.chat.refresh_header()
 
     def set_config(self, key: str, value) -> None:
         set_config_value(key, value, self.options.config_path)
@@ -169,16 +238,22 @@ class LocalspecApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         chat = self.chat
+        yield SystemCommand("Help", "This app's keys, what the statistics mean, where files go (F1)",
+                            self.action_help)
         yield SystemCommand("Models", "Catalog and installed pairs: download, switch, set default (F2)",
                             self.action_models)
         yield SystemCommand("Settings", "Edit config.toml (F3)", self.action_settings)
+        yield SystemCommand("Tools", "MCP servers and every tool the model can use; switch a server off (F5)",
+                            self.action_tools)
         yield SystemCommand("Toggle token origins", "Colour each token by who proposed it (Ctrl+O)",
                             chat.action_toggle_origins)
         yield SystemCommand("Toggle statistics panel", "Show or hide live statistics (Ctrl+T)",
                             chat.action_toggle_stats)
         yield SystemCommand("Copy last reply", "Copy the last assistant message to the clipboard (Ctrl+Y)",
                             chat.action_copy_last)
-        yield SystemCommand("Save transcript", "Write the conversation as Markdown in the workspace (Ctrl+S)",
+        yield SystemCommand("Conversations", "Saved conversations: open, rename, delete, search (F4)",
+                            self.action_sessions)
+        yield SystemCommand("Export conversation", "Write it as Markdown or JSON, where you choose (Ctrl+S)",
                             chat.action_save_transcript)
         yield SystemCommand("New conversation", "Forget the conversation so far (Ctrl+N)", chat.action_new_chat)
         yield SystemCommand("Cancel reply", "Stop the reply being written; keep its text (Esc)", chat.action_cancel)
@@ -188,6 +263,7 @@ class LocalspecApp(App):
 
     def _set_mode(self, mode: str) -> None:
         self.session.toolbox.policy.mode = mode
+        self.chat.refresh_header()
         self.notify(f"approval mode: {mode}", timeout=2)
 
     # -- shutdown -------------------------------------------------------------------------------------------------

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from localspec.speculative.stats import Stats
+from localspec.speculative.stats import Stats, estimate_speedup
+
+SLOW_AFTER_TOKENS = 64  # "a while": enough tokens for the estimate to mean something
+SLOW_BELOW = 1.0
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,10 @@ class StatsView:
         drafters = {name: (d.drafted, d.accepted) for name, d in dict(stats.drafters).items()}
         if elapsed_s is None:
             tps, speedup = stats.tokens_per_second, stats.estimated_speedup
-        else:
+        else:  # the same estimate as the final one, from the costs measured so far
             tps = stats.generated_tokens / elapsed_s if elapsed_s > 0 else 0.0
-            per_token = target_token_s or stats.target_token_s
-            speedup = stats.generated_tokens * per_token / elapsed_s if elapsed_s > 0 and per_token else 0.0
+            speedup = estimate_speedup(stats.generated_tokens, stats.target_passes, stats.draft_s + stats.verify_s,
+                                       target_token_s or stats.target_token_s)
         return cls(stats.generated_tokens, stats.drafted, stats.accepted, stats.target_passes, stats.acceptance_rate,
                    stats.mean_accepted_length, tps, speedup, drafters, stats.finish_reason)
 
@@ -65,3 +68,27 @@ class SessionView:
     @property
     def tokens_per_second(self) -> float:
         return self.generated / self.generation_s if self.generation_s > 0 else 0.0
+
+
+def slow_hint(view: StatsView | None) -> str | None:
+    """What the panel says when speculation has been slower than the target alone for a while, else None."""
+    if view is None or view.generated < SLOW_AFTER_TOKENS or not 0 < view.estimated_speedup < SLOW_BELOW:
+        return None
+    if "model" in view.drafters:
+        what = ("a smaller draft model, a lower draft_max, or no draft model (drafters.model = false in settings: "
+                "schema, history and n-gram drafting cost almost nothing)")
+    else:
+        what = "turning drafters off in settings (F3), or a lower draft_max"
+    return f"speculation is slower than the target alone here ({view.estimated_speedup:.2f}x): try {what}"
+
+
+def summary_line(view: StatsView | None) -> str:
+    """The statistics panel folded into one line (narrow terminals)."""
+    if view is None:
+        return "no generation yet · ^t: statistics panel"
+    speedup = f"{view.estimated_speedup:.2f}x" if view.estimated_speedup else "–"
+    line = (f"{view.generated} tok · {view.tokens_per_second:.1f} tok/s · {view.mean_accepted_length:.2f} tok/pass · "
+            f"{100 * view.acceptance_rate:.0f}% accepted · est. {speedup}")
+    if slow_hint(view):
+        line += " · slower than the target alone"
+    return line + " · ^t panel"

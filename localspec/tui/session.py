@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import Callable
 
 from localspec.agent import Transcript
+from localspec.agent.history import call_history
 from localspec.errors import LocalspecError
 from localspec.models.config import Settings, load_config
 from localspec.models.resolve import Selection, resolve_selection
-from localspec.speculative.drafters.history import CallHistory
+from localspec.speculative import registry
 from localspec.tools import Policy, Toolbox
 from localspec.tui.livestats import SessionView, StatsView
 from localspec.tui.options import AppOptions
-from localspec.tui.turn import Batcher, Notice, ToolFinished, ToolStarted, TurnDone, TurnEvent, TurnFailed
+from localspec.tui.turn import Batcher, ToolFinished, ToolStarted, TurnDone, TurnEvent, TurnFailed, TurnNotice
 
 Post = Callable[[TurnEvent], None]
 
@@ -34,13 +35,14 @@ class PairInfo:
     draft: Path | None
     pair: str | None
     demo: bool
+    warning: str | None = None  # e.g. no chat template: ChatML stands in (shown in the chat once loaded)
 
 
-def describe(sel: Selection) -> PairInfo:
-    label = sel.pair or ("demo: " + sel.target.stem if sel.demo else sel.target.name)
+def describe(sel: Selection, warning: str | None = None) -> PairInfo:
+    label = "demo" if sel.demo else sel.pair or sel.target.name
     if sel.pair is None and sel.draft is not None:
         label += " + " + sel.draft.name
-    return PairInfo(label, sel.target, sel.draft, sel.pair, sel.demo)
+    return PairInfo(label, sel.target, sel.draft, sel.pair, sel.demo, warning)
 
 
 def app_threads(requested: int = 0) -> int:
@@ -55,11 +57,14 @@ def app_threads(requested: int = 0) -> int:
     return requested if requested > 0 else max(1, min(8, (os.cpu_count() or 2) - 1))
 
 
-def _call_history() -> CallHistory:
-    """The same persisted history of tool calls the command line uses, so drafting learns across sessions."""
-    from localspec.models.paths import get_paths
+def _open_conversations():
+    """The conversation store (saved chats); a data folder we cannot write to must not stop the app."""
+    from localspec.conversations import ConversationError, open_store
 
-    return CallHistory(get_paths().data_dir / "history" / "tool_calls.jsonl")
+    try:
+        return open_store()
+    except ConversationError:
+        return None
 
 
 def _open_transcript() -> Transcript | None:
@@ -74,8 +79,11 @@ class ChatSession:
     def __init__(self, options: AppOptions, settings: Settings | None = None) -> None:
         self.options = options
         self.settings = settings or load_config(options.config_path)
-        self.toolbox = Toolbox(options.workspace, Policy(self.settings.approval))
-        self.call_history = _call_history()  # earlier tool calls (the agent adds each finished one), for drafting
+        self.toolbox = Toolbox(options.workspace, Policy(self.settings.approval),
+                               env_allow=self.settings.tools.env_allow_names())
+        self.mcp = None  # the MCP servers (localspec.mcp.McpTools) once start_tools() ran; None: none configured
+        # The same persisted history of tool calls the command line uses, so drafting learns across sessions.
+        self.call_history = call_history()  # the agent adds each finished call
         self.totals = SessionView()
         self.info: PairInfo | None = None
         self._transcript = _open_transcript() if options.record else None
@@ -85,6 +93,11 @@ class ChatSession:
         self._agent = None
         self._hints = None
         self._lock = threading.Lock()
+        self.conversations = _open_conversations() if options.record else None  # None: chats are not saved
+        self._resumed = None  # the saved conversation reopened at start (its pair is preferred)
+        self._recorder = self._new_recorder()
+        if options.resume and self.conversations is not None:
+            self._resumed = self.open_conversation(options.resume)
 
     # -- models ---------------------------------------------------------------------------------------------------
     @property
@@ -98,7 +111,21 @@ class ChatSession:
 
     def initial_selection(self) -> Selection:
         o = self.options
-        return self.select(o.pair, o.target, o.draft)
+        resumed = self._resumed_selection() if o.pair is None and o.target is None else None
+        return resumed or self.select(o.pair, o.target, o.draft)
+
+    def _resumed_selection(self) -> Selection | None:
+        """A reopened conversation continues on its own pair while that is still installed."""
+        params = self._resumed.params if self._resumed is not None else {}
+        try:
+            if params.get("pair_name"):
+                return self.select(pair=params["pair_name"])
+            if params.get("target") and Path(params["target"]).is_file():
+                draft = params.get("draft")
+                return self.select(target=params["target"], draft=draft if draft and Path(draft).is_file() else None)
+        except LocalspecError:
+            pass
+        return None
 
     def load(self, sel: Selection) -> PairInfo:
         """Load (or switch to) a pair. Slow for real models: call from a worker thread."""
@@ -109,12 +136,17 @@ class ChatSession:
 
         tuning = self.settings.tuning(sel.hints)
         ctx = ContextSettings(n_ctx=self.options.n_ctx, n_threads=app_threads(self.options.n_threads))
-        drafters = [n for n in ("model", "schema", "history", "ngram") if self.settings.get(f"drafters.{n}")]
+        drafters = list(registry.enabled(self.settings.get))
         with self._lock:
             self._close()
             pair = load_pair(sel.target, sel.draft, target=ModelSettings(n_gpu_layers=tuning.target_gpu_layers),
                              draft=ModelSettings(n_gpu_layers=tuning.draft_gpu_layers), ctx=ctx)
             try:
+                from localspec.chat.template_file import apply_chat_template
+
+                # Before the engine and agent: they read the template (tool-call format, prompts).
+                warning = apply_chat_template(pair.target, self.options.chat_template
+                                              or self.settings.chat_templates.get(sel.pair or ""))
                 self._engine = build_engine(pair, use_draft_model=self.settings.drafters.model,
                                             draft_max=tuning.draft_max, draft_p_min=tuning.draft_p_min,
                                             drafters=drafters, history=self.call_history)
@@ -125,7 +157,7 @@ class ChatSession:
                 self._engine = self._agent = None
                 raise
             self._pair, self._hints = pair, sel.hints
-            self.info = describe(sel)
+            self.info = describe(sel, warning)
             return self.info
 
     def _warm_up(self, model) -> None:
@@ -156,20 +188,33 @@ class ChatSession:
             self._pair.close()
         self._pair = self._engine = self._agent = self.info = None
 
+    def start_tools(self, notice: Callable[[str], None]) -> None:
+        """Start the MCP servers (mcp.json or --mcp-config) in the background; failures reach `notice` as one line."""
+        from localspec.mcp import attach_servers
+
+        try:
+            self.mcp = attach_servers(self.toolbox, self.options.mcp_config, on_notice=notice)
+        except LocalspecError as exc:  # a broken mcp.json: the app runs with the built-in tools
+            notice(f"MCP servers not started: {exc}")
+
     def shutdown(self, timeout: float = -1) -> bool:
-        """At exit: free the models and close the JSONL transcript."""
+        """At exit: free the models, close the JSONL transcript and the conversation store."""
+        if self.mcp is not None:
+            self.mcp.close()  # stops the servers' processes
         done = self.close(timeout)
         if self._transcript is not None:
             self._transcript.close()
+        if done and self.conversations is not None:
+            self.conversations.close()
         return done
 
     def apply_settings(self, settings: Settings) -> None:
         """New settings: approval mode now, sampling from the next turn, models and drafters on the next load."""
         self.settings = settings
         self.toolbox.policy.mode = settings.approval
+        self.toolbox.env_allow = tuple(settings.tools.env_allow_names())
         if self._agent is not None:
-            self._agent.params = self._params(self._hints)
-            self._agent.settings.params = self._agent.params
+            self._agent.params = self._params(self._hints)  # Agent.params is its TurnSettings' params
 
     # -- conversation ---------------------------------------------------------------------------------------------
     @property
@@ -178,10 +223,104 @@ class ChatSession:
         return self._agent.messages if self._agent is not None else self._messages
 
     def reset(self) -> None:
+        """A new conversation: the next message starts a new saved chat, and the session totals restart."""
         with self._lock:
             if self._agent is not None:
                 self._agent.reset()
             self._messages = self._system()
+            self._recorder = self._new_recorder()
+            self.totals = SessionView()
+            self.temperature = self.max_tokens_override = None  # a new conversation starts from the defaults
+
+    # -- reasoning models (Ctrl+R) ------------------------------------------------------------------------------------
+    _thinking: bool = True
+
+    @property
+    def thinking(self) -> bool:
+        """Whether reasoning models think before answering (Qwen3's enable_thinking; /no_think otherwise)."""
+        return self._thinking
+
+    @thinking.setter
+    def thinking(self, on: bool) -> None:
+        self._thinking = on
+        if self._agent is not None:
+            self._agent.thinking = on
+
+    # -- this conversation's own settings (the settings screen's first section) --------------------------------------
+    temperature: float | None = None  # None: config.toml's sampling.temperature
+    max_tokens_override: int | None = None  # None: the app's --max-tokens (AppOptions.max_tokens)
+
+    @property
+    def max_tokens(self) -> int:
+        """The most tokens one model turn of this conversation may write."""
+        return self.max_tokens_override or self.options.max_tokens
+
+    @property
+    def system_prompt(self) -> str:
+        history = self.history
+        return history[0].get("content") or "" if history and history[0].get("role") == "system" else ""
+
+    def set_conversation_settings(self, *, system_prompt: str, temperature: float | None,
+                                  max_tokens: int | None) -> None:
+        """This conversation's system prompt ("" for none), temperature and token limit (None: the defaults);
+        they apply from the next message."""
+        with self._lock:
+            history = self.history
+            rest = history[1:] if history and history[0].get("role") == "system" else history
+            history[:] = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + rest
+            self.temperature, self.max_tokens_override = temperature, max_tokens
+            if self._agent is not None:
+                self._agent.params = self._params(self._hints)
+
+    # -- saved conversations --------------------------------------------------------------------------------------
+    @property
+    def conversation_id(self) -> str | None:
+        """The saved conversation this chat records into (None until its first message is saved)."""
+        return self._recorder.id if self._recorder is not None else None
+
+    def open_conversation(self, ref: str):
+        """Continue a saved conversation: its messages become the history and the session totals restart."""
+        from localspec.conversations import ConversationError
+
+        if self.conversations is None:
+            raise ConversationError("conversations are not being saved in this session")
+        conv = self.conversations.get(ref)
+        with self._lock:
+            history = conv.history()
+            if self._agent is not None:
+                self._agent.messages = history
+            self._messages = history
+            self._recorder = self._new_recorder(conv.id)
+            self.totals = SessionView()
+        return conv
+
+    def delete_conversation(self, cid: str) -> None:
+        """Delete a saved conversation; deleting the open one starts a new conversation."""
+        if self.conversations is not None:
+            self.conversations.delete(cid)
+        if cid == self.conversation_id:
+            self.reset()
+
+    def _new_recorder(self, cid: str | None = None):
+        if self.conversations is None:
+            return None
+        from localspec.agent.record import ConversationRecorder
+
+        return ConversationRecorder(self.conversations, cid, meta=self._conversation_meta)
+
+    def _conversation_meta(self) -> dict:
+        """What a saved conversation runs with (refreshed with each user message)."""
+        from dataclasses import asdict
+
+        info, history = self.info, self.history
+        system = history[0].get("content") if history and history[0].get("role") == "system" else None
+        params = {"pair_name": info.pair if info else None, "target": str(info.target) if info else None,
+                  "draft": str(info.draft) if info and info.draft else None,
+                  "approval": self.toolbox.policy.mode, "tool_choice": self.options.tool_choice}
+        if self._agent is not None:
+            params.update(asdict(self._agent.params))  # max_tokens, sampling, draft_max, ...
+        return {"pair": (info.pair or info.label) if info else None, "workspace": str(self.options.workspace),
+                "system": system, "params": params}
 
     def _system(self) -> list[dict]:
         from localspec.agent import DEFAULT_SYSTEM
@@ -194,9 +333,9 @@ class ChatSession:
         from localspec.speculative.sampling import SamplingParams
 
         s = self.settings.sampling
-        sampling = SamplingParams(temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, min_p=s.min_p,
-                                  seed=s.seed)
-        return GenParams(max_tokens=self.options.max_tokens, sampling=sampling,
+        temperature = s.temperature if self.temperature is None else self.temperature
+        sampling = SamplingParams(temperature=temperature, top_k=s.top_k, top_p=s.top_p, min_p=s.min_p, seed=s.seed)
+        return GenParams(max_tokens=self.max_tokens, sampling=sampling,
                          draft_max=self.settings.tuning(hints).draft_max)
 
     def _new_agent(self, engine, hints):
@@ -205,6 +344,7 @@ class ChatSession:
         agent = Agent(engine, self.toolbox, system=None, params=self._params(hints),
                       call_max_tokens=self.options.max_tokens, transcript=self._transcript)
         agent.messages = self.history  # the conversation survives a change of pair
+        agent.thinking = self._thinking
         return agent
 
     def run_turn(self, text: str, post: Post, cancel: threading.Event) -> None:
@@ -213,10 +353,14 @@ class ChatSession:
             if self._agent is None:
                 post(TurnFailed("no model is loaded: pick a pair in the models screen (F2)"))
                 return
+            if self.mcp is not None:
+                self.mcp.wait()  # servers still starting: their tools join this turn
             relay = Relay(post, self._engine)
+            recorder = self._recorder
+            saving = recorder is not None and recorder.error is None
             try:
                 result = self._agent.run(text, tool_choice=self.options.tool_choice, cancel=cancel,
-                                         on_event=relay)
+                                         on_event=recorder.wrap(relay) if recorder is not None else relay)
             except LocalspecError as exc:
                 relay.flush()
                 post(TurnFailed(str(exc)))
@@ -226,6 +370,8 @@ class ChatSession:
                 post(TurnFailed(f"generation failed: {type(exc).__name__}: {exc}"))
                 return
             relay.flush()
+            if saving and recorder.error:
+                post(TurnNotice(f"this conversation is no longer being saved: {recorder.error}"))
             final = StatsView.of(result.stats)
             self.totals = self.totals.add(final, result.stats.generation_s)
             if result.error:
@@ -272,4 +418,4 @@ class Relay:
             self.post(ToolFinished(ev.call_id, r.ok, r.content, r.error))
         elif kind == "notice":
             self.batch.flush(pause=True)
-            self.post(Notice(ev.message))
+            self.post(TurnNotice(ev.message))

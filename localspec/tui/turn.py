@@ -13,15 +13,13 @@ from typing import Any, Callable
 
 from localspec.tui.livestats import StatsView
 
-ORIGINS = ("target", "model", "schema", "history", "ngram")
-
-
 @dataclass(frozen=True)
 class TextChunk:
     runs: tuple[tuple[str, str], ...]  # (origin, text), neighbours of the same origin merged
     stats: StatsView | None = None
     rate: float | None = None  # tokens per second since the previous chunk (the sparkline)
-    kind: str = "text"  # "text": the visible answer; "call": a tool call being written
+    kind: str = "text"  # "text": the visible answer; "reasoning": a reasoning model's thinking; "call": a tool call
+    tokens: int = field(default=0, compare=False)  # tokens in this chunk (the reasoning block counts them)
 
     @property
     def text(self) -> str:
@@ -44,7 +42,7 @@ class ToolFinished:
 
 
 @dataclass(frozen=True)
-class Notice:
+class TurnNotice:
     message: str  # something the user should know that is not an error (e.g. a dropped repeated call)
 
 
@@ -61,7 +59,7 @@ class TurnFailed:
     message: str  # one line for the user
 
 
-TurnEvent = TextChunk | ToolStarted | ToolFinished | Notice | TurnDone | TurnFailed
+TurnEvent = TextChunk | ToolStarted | ToolFinished | TurnNotice | TurnDone | TurnFailed
 
 
 @dataclass
@@ -103,5 +101,5 @@ class Batcher:
         dt = now - self._last if self._last is not None else 0.0
         # A rate over a sliver of time (the last flush of a generation) is noise, not a sparkline point.
         rate = self._tokens / dt if dt >= self.interval / 2 else None
-        self.post(TextChunk(tuple((o, t) for o, t in self._runs), self.stats(), rate, self._kind))
+        self.post(TextChunk(tuple((o, t) for o, t in self._runs), self.stats(), rate, self._kind, self._tokens))
         self._runs, self._tokens, self._last = [], 0, (None if pause else now)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import CandidateDrafter
 from localspec.speculative.drafters.ngram import NgramIndex, match_bucket
 
@@ -67,7 +68,8 @@ class HistoryDrafter(CandidateDrafter):
         self.index.add(list(tokens) + [SEPARATOR])
         self._seen = len(self.history.calls)
 
-    def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
+    def candidate(self, context: Sequence[int], max_len: int,
+                  constraint: Constraint | None = None) -> tuple[list[int], int]:
         self._refresh()
         toks, m = self.index.best_continuation(context, min(max_len, self.max_len))
         if SEPARATOR in toks:

@@ -10,9 +10,14 @@ choice point) apart from the tokens that continue it, so unreliable sources stop
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Sequence
 
+from localspec.speculative.constraint import Constraint
 from localspec.speculative.costs import CostModel
-from localspec.speculative.draft import Draft, DraftRequest
+from localspec.speculative.draft import CandidateDrafter, Draft, Drafter, DraftRequest
+
+if TYPE_CHECKING:  # the draft model's module loads llama.cpp; the policy's tests run without it
+    from localspec.speculative.drafters.model import ModelDrafter
 
 # Prior per-token acceptance before anything is observed, by drafter.
 _PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9,
@@ -47,6 +52,24 @@ def _depth(i: int) -> int:
     return min(i, DEPTHS)
 
 
+def cut_length(probs: Sequence[float], forced: Sequence[bool], c0: float, c1: float, c2: float) -> int:
+    """Length of the draft prefix with the best expected gain, from the probability that verification reaches
+    each drafted token (`probs`, falling) and whether the grammar forces it. An accepted guess (a token the grammar
+    does not force) saves a whole target pass, its fixed cost c0; every drafted row costs c1, and a guess also needs
+    the logits of the row before it (c2): both are wasted when verification stops earlier. Forced tokens save
+    nothing by themselves (the next pass would carry them as well); they only carry the guesses after them. Ties go
+    to the longer prefix."""
+    best_n, best_v, v, prev = 0, 0.0, 0.0, 1.0
+    for i, (p, is_forced) in enumerate(zip(probs, forced)):
+        v -= (1 - p) * c1
+        if not is_forced:
+            v += p * c0 - (1 - prev) * c2
+        prev = p
+        if v >= best_v - 1e-12:
+            best_n, best_v = i + 1, v
+    return best_n
+
+
 def _shared(a: list[int], b: list[int]) -> int:
     """How many leading tokens two token lists have in common (two candidates that disagree within it are rival
     guesses; a source's tokens that spell forced text are that text)."""
@@ -78,11 +101,13 @@ class _Candidate:
         return self.forced_rate if d < 0 else self.rates[_depth(d)]
 
 
-class HybridDrafter:
-    name = "hybrid"
+class HybridDrafter(Drafter):
+    name = "hybrid"  # never an origin: each token reports the source that proposed it
 
-    def __init__(self, *, costs: CostModel, schema: bool = True, history=None, ngram=None, text=None, spans=None,
-                 tools=None, model=None, model_cost_ratio: float = 0.0, max_len: int = 64, tokenize=None):
+    def __init__(self, *, costs: CostModel, schema: bool = True, history: CandidateDrafter | None = None,
+                 ngram: CandidateDrafter | None = None, text: CandidateDrafter | None = None,
+                 spans: CandidateDrafter | None = None, tools: CandidateDrafter | None = None,
+                 model: ModelDrafter | None = None, model_cost_ratio: float = 0.0, max_len: int = 64, tokenize=None):
         self.costs = costs
         self.schema = schema
         # Guesses that a JSON value ends here ('",' '"}' ',' '}' ...): once one is accepted, the grammar forces
@@ -93,9 +118,9 @@ class HybridDrafter:
             if all(toks != t for t, *_ in self.closers):
                 self.closers.append((toks, _closer_key(c), c.startswith('"')))
         self.tokenize = tokenize
-        self.sources = [d for d in (history, ngram, text, spans, tools) if d is not None]
+        self.sources: list[CandidateDrafter] = [d for d in (history, ngram, text, spans, tools) if d is not None]
         # Sources whose candidates are whole values: once one is drafted in full, the value's end is guessed next.
-        self.whole_values = {getattr(d, "key", d.name) for d in self.sources if getattr(d, "whole_value", False)}
+        self.whole_values = {d.rate_key for d in self.sources if d.whole_value}
         self.model = model
         self.max_len = max_len
         self.rates: dict[tuple[str, int], float] = {}
@@ -139,10 +164,9 @@ class HybridDrafter:
     def reset(self) -> None:
         self.rates.clear()
 
-    def remember_call(self, tokens, text: str, tool: str | None = None) -> None:
+    def remember_call(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
         for src in self.sources:
-            if hasattr(src, "add_call_tokens"):
-                src.add_call_tokens(tokens, text, tool)
+            src.add_call_tokens(tokens, text, tool)
 
     # -- costs -----------------------------------------------------------------------------------------------
     def _threshold(self, extra_s: float = 0.0) -> float:
@@ -234,7 +258,7 @@ class HybridDrafter:
         return draft
 
     @staticmethod
-    def _forced_after(cons, tokens: list[int]) -> int | None:
+    def _forced_after(cons: Constraint, tokens: list[int]) -> int | None:
         """The token the grammar forces after `tokens`, if any (the state is left as it was)."""
         n = cons.consume_valid_prefix(tokens)
         try:
@@ -244,20 +268,8 @@ class HybridDrafter:
         return ff[0] if ff else None
 
     def _cut(self, draft: Draft, probs: list[float]) -> int:
-        """Length of the draft prefix with the best expected gain. An accepted guess (a token the grammar does not
-        force) saves a whole target pass, its fixed cost c0; every drafted row costs c1, and a guess also needs
-        the logits of the row before it (c2): both are wasted when verification stops earlier. Forced tokens save
-        nothing by themselves (the next pass would carry them as well); they only carry the guesses after them."""
-        c0, c1, c2 = self._unit_costs()
-        best_n, best_v, v, prev = 0, 0.0, 0.0, 1.0
-        for i, (p, forced) in enumerate(zip(probs, draft.forced)):
-            v -= (1 - p) * c1
-            if not forced:
-                v += p * c0 - (1 - prev) * c2
-            prev = p
-            if v >= best_v - 1e-12:
-                best_n, best_v = i + 1, v
-        return best_n
+        """Where to cut the draft (cut_length) with this machine's unit costs."""
+        return cut_length(probs, draft.forced, *self._unit_costs())
 
     def _unit_costs(self) -> tuple[float, float, float]:
         """(fixed cost of a pass, cost per row, cost per logits row), measured; fixed proportions when seeded."""
@@ -287,19 +299,18 @@ class HybridDrafter:
         c0, c1, c2 = self._unit_costs()
         return (c1 + c2) / (c0 + c1 + c2)
 
-    def _best_candidate(self, context, room, cons, reach, thr, best=None, best_value=-1.0):
+    def _best_candidate(self, context, room, cons: Constraint | None, reach, thr, best=None, best_value=-1.0):
         """The sources' candidate with the highest score (`best`, scored `best_value`, unless one beats it).
         Where `best` is forced text, a source's tokens that spell it are tracked as forced text, not as its guess."""
         share = self._row_share()
         forced = best.toks if best is not None and best.key == "bytes" else []
         for src in self.sources:
-            toks, m = src.candidate(context, room, cons) if getattr(src, "needs_grammar", False) else \
-                src.candidate(context, room)
+            toks, m = src.candidate(context, room, cons)
             if not toks:
                 continue
             if cons is not None:
-                toks = toks[: cons.matcher.validate_tokens(toks)]
-            key = getattr(src, "key", src.name)  # acceptance is tracked per source, even under a shared name
+                toks = toks[: cons.valid_prefix(toks)]
+            key = src.rate_key  # acceptance is tracked per source, even under a shared name
             start = START - src.bucket(m)
             skip = _shared(toks, forced)
             cand = _Candidate(src.name, toks, key, self._rates(key, start), start, skip,
@@ -315,7 +326,7 @@ class HybridDrafter:
                 h = min(n, len(best.toks))
                 wins = self._take(cand, reach, thr, share, h)[1] > self._take(best, reach, thr, share, h)[1]
                 # A source that only picks between alternatives (which tool) wins on the odds of its pick alone.
-                if getattr(src, "picks", False):
+                if src.picks:
                     wins = wins or cand.rate(skip) > best.rate(best.skip)
             else:
                 wins = value > best_value
@@ -323,7 +334,7 @@ class HybridDrafter:
                 best, best_value = cand, value
         return best
 
-    def _forced_bytes(self, cons, room, reach, thr):
+    def _forced_bytes(self, cons: Constraint, room, reach, thr):
         """Text the grammar forces where no token is forced, because it can be split into tokens in more than one
         way (' "' after a comma, the rest of an enum value, ': ' before a number): its usual tokenisation is a
         near-certain guess. The last token is left out when there are several: it might merge with what follows;
@@ -331,17 +342,17 @@ class HybridDrafter:
         (candidate, score) or None."""
         if self.tokenize is None:
             return None
-        data = cons.matcher.compute_ff_bytes()
+        data = cons.forced_bytes()
         if not data:
             return None
         text = data.decode("utf-8", "ignore")
-        if text in _CLOSER_HEADS and (text[0] != '"' or self._in_string(cons)):  # not a value's opening quote
+        if text in _CLOSER_HEADS and (text[0] != '"' or cons.in_string()):  # not a value's opening quote
             best = self._closer(cons, room, reach, thr)
             return (best, reach * best.rate(0)) if best else None
         toks = self.tokenize(text)
         if len(toks) > 1:
             toks = toks[:-1]
-        toks = toks[: min(room, cons.matcher.validate_tokens(toks))]
+        toks = toks[: min(room, cons.valid_prefix(toks))]
         if not toks:
             return None
         cand = _Candidate("schema", toks, "bytes", self._rates("bytes", START), START)
@@ -349,19 +360,15 @@ class HybridDrafter:
         cand.toks = toks[:n]
         return (cand, value) if n else None
 
-    @staticmethod
-    def _in_string(cons) -> bool | None:
-        return cons.in_string() if hasattr(cons, "in_string") else None
-
-    def _closer(self, cons, room, reach, thr):
+    def _closer(self, cons: Constraint, room, reach, thr):
         """The likelier way to end the value here: the first valid closer of each kind, by learned rate. Inside a
         string only a quote ends it (',' or '}}' there would be string content)."""
         best = None
-        quote = self._in_string(cons)
+        quote = cons.in_string()
         for seq, key, quoted in self.closers:
-            if (best is not None and best.key == key) or (quote is not None and quoted != quote):
+            if (best is not None and best.key == key) or quoted != quote:
                 continue
-            if len(seq) <= room and cons.matcher.validate_tokens(list(seq)) == len(seq):
+            if len(seq) <= room and cons.valid_prefix(seq) == len(seq):
                 rates = self._rates(key, START)
                 if best is None or rates[0] > best.rates[0]:
                     best = _Candidate("schema", list(seq), key, rates, START)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from localspec.runtime.context import Context
-from localspec.speculative.draft import Draft, DraftRequest
+from localspec.speculative.draft import Draft, Drafter, DraftRequest
 from localspec.speculative.sampling import constrained_argmax, filtered_dist, top_prob
 
 
-class ModelDrafter:
+class ModelDrafter(Drafter):
     name = "model"
 
     def __init__(self, ctx: Context, *, max_len: int = 8, p_min: float = 0.75):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import CandidateDrafter
 from localspec.speculative.drafters.prefix import common_prefix
 
@@ -84,7 +85,8 @@ class NgramDrafter(CandidateDrafter):
         self.min_match = min_match
         self.index = NgramIndex(1)
 
-    def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
+    def candidate(self, context: Sequence[int], max_len: int,
+                  constraint: Constraint | None = None) -> tuple[list[int], int]:
         self.index.sync(context)
         return self.index.best_continuation(context, min(max_len, self.max_len), exclude_from=len(context))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
+from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import CandidateDrafter
 from localspec.speculative.drafters.textlookup import TextIndex, context_piece, tail_text
 
@@ -61,7 +62,6 @@ class SpanDrafter(CandidateDrafter):
     name = "ngram"  # prompt lookup, as far as users and stats are concerned
     key = "span"  # its acceptance is tracked apart
     whole_value = True  # a candidate is a whole value: the hybrid guesses how it ends next
-    needs_grammar = True
 
     def __init__(self, token_bytes: Callable[..., bytes], tokenize: Callable[[str], list[int]], *,
                  max_len: int = 24):
@@ -71,7 +71,8 @@ class SpanDrafter(CandidateDrafter):
         self._piece = context_piece(token_bytes)
         self.index = TextIndex(self._piece)
 
-    def candidate(self, context: Sequence[int], max_len: int, cons=None) -> tuple[list[int], int]:
+    def candidate(self, context: Sequence[int], max_len: int,
+                  constraint: Constraint | None = None) -> tuple[list[int], int]:
         tail = tail_text(self._piece, context)  # the whole context's text is only needed where a value starts
         if tail.endswith(b'": "'):
             lead_s, lead_n = "", None
@@ -95,7 +96,7 @@ class SpanDrafter(CandidateDrafter):
             # Lead and value apart: models write the quote as its own token, not merged into the value. No
             # closing quote: it comes merged with what follows ('",' '"}'), which the hybrid's closers guess.
             toks = ((self._tokenize(lead) if lead else []) + self._tokenize(span))[: min(max_len, self.max_len)]
-            if cons is None or cons.matcher.validate_tokens(toks) == len(toks):
+            if constraint is None or constraint.valid_prefix(toks) == len(toks):
                 return toks, 1
         return [], 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
+from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import CandidateDrafter
 from localspec.speculative.drafters.prefix import common_prefix
 
@@ -103,7 +104,8 @@ class TextLookupDrafter(CandidateDrafter):
             pos, length = longer, length + 1
         return pos, length
 
-    def candidate(self, context: Sequence[int], max_len: int) -> tuple[list[int], int]:
+    def candidate(self, context: Sequence[int], max_len: int,
+                  constraint: Constraint | None = None) -> tuple[list[int], int]:
         self.index.sync(context)
         pos, length = self.match()
         text = self.index.text

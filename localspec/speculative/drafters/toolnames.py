@@ -2,7 +2,7 @@
 the user's request ("What's the weather in Paris?" -> get_weather).
 
 History and prompt lookup guess the tool of the previous call, which is wrong whenever the user asks for something
-else; the request itself says which tool it wants. The tools come with the grammar (GrammarConstraint.tools).
+else; the request itself says which tool it wants. The tools come with the grammar (Constraint.tools).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
+from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import CandidateDrafter
 from localspec.speculative.drafters.spans import last_request
 from localspec.speculative.drafters.textlookup import TextIndex, context_piece, tail_text
@@ -50,7 +51,6 @@ def rank_tools(tools: Sequence[dict], request: str) -> str | None:
 class ToolNameDrafter(CandidateDrafter):
     name = "schema"  # drafted from the tools' definitions
     key = "tool"
-    needs_grammar = True
     picks = True  # judged on the odds of its pick (see HybridDrafter._best_candidate)
 
     def __init__(self, token_bytes: Callable[..., bytes], tokenize: Callable[[str], list[int]]):
@@ -59,8 +59,9 @@ class ToolNameDrafter(CandidateDrafter):
         self.index = TextIndex(self._piece)
         self._cache: tuple[object, str, str | None] = (None, "", None)
 
-    def candidate(self, context: Sequence[int], max_len: int, cons=None) -> tuple[list[int], int]:
-        tools = getattr(cons, "tools", None)
+    def candidate(self, context: Sequence[int], max_len: int,
+                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+        tools = constraint.tools if constraint is not None else None
         if not tools:
             return [], 0
         # The whole context's text is only needed where a name starts.
@@ -74,7 +75,7 @@ class ToolNameDrafter(CandidateDrafter):
         if not name:
             return [], 0
         toks = self._tokenize(name)[:max_len]
-        if cons.matcher.validate_tokens(toks) != len(toks):
+        if constraint.valid_prefix(toks) != len(toks):
             return [], 0
         return toks, 1
 

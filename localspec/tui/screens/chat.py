@@ -1,66 +1,131 @@
 """The chat screen (Textual): streamed conversation, tool cards, the prompt and the live statistics panel.
 
 A turn runs in a worker thread (ChatSession.run_turn); its events arrive as TurnUpdate messages, so the UI thread
-only renders. Escape sets the turn's cancel event: the engine stops after the current step and the text so far stays.
+only renders. Escape (or Ctrl+C) sets the turn's cancel event: the engine stops after the current step and the text
+so far stays.
+
+Below WIDE_COLUMNS the statistics panel folds into a one-line summary (Ctrl+T shows it), and the footer lists only
+the keys that matter most, so F1, F2, F3 and Ctrl+Q stay visible at 80 columns; F1 lists every key.
 """
 
 from __future__ import annotations
 
 import threading
 
-from textual import work
+from pathlib import Path
+
+from textual import events, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Static
 
-from localspec.tui import transcript
-from localspec.tui.livestats import StatsView
+from localspec.tui.livestats import StatsView, summary_line
 from localspec.tui.messages import TurnUpdate
-from localspec.tui.transcript import Entry, arguments_json
-from localspec.tui.turn import Notice, TextChunk, ToolFinished, ToolStarted, TurnDone, TurnFailed
+from localspec.tui.turn import TextChunk, ToolFinished, ToolStarted, TurnDone, TurnFailed, TurnNotice
 from localspec.tui.widgets.message import ChatMessage
+from localspec.tui.widgets.prompt_input import PromptInput
+from localspec.tui.widgets.reasoning import ReasoningBlock
 from localspec.tui.widgets.stats import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
 
 
+WIDE_COLUMNS = 100  # narrower: the panel folds into one line and the footer keeps only the main keys
+
+
+def short_path(path: Path) -> str:
+    """A folder as the header shows it: under the home folder as ~/..."""
+    try:
+        return "~/" + str(path.relative_to(Path.home())) if path != Path.home() else "~"
+    except ValueError:
+        return str(path)
+
+
 class ChatScreen(Screen):
+    # Footer order is this order (then the app's Ctrl+Q, listed here too so it comes before the rest).
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+o", "toggle_origins", "Origins"),
-        Binding("ctrl+t", "toggle_stats", "Stats"),
-        Binding("ctrl+y", "copy_last", "Copy reply"),
-        Binding("ctrl+s", "save_transcript", "Save"),
-        Binding("ctrl+n", "new_chat", "New chat"),
+        Binding("f1", "app.help", "Help"),
         Binding("f2", "app.models", "Models"),
         Binding("f3", "app.settings", "Settings"),
+        Binding("ctrl+q", "app.quit", "Quit"),
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+c", "interrupt", "Cancel", show=False, priority=True),  # before the prompt's copy
+        Binding("ctrl+n", "new_chat", "New chat"),
+        Binding("ctrl+r", "toggle_thinking", "Thinking", show=False),  # reasoning models: think first, or not
     ]
+    # Shown in the footer only when the terminal is wide. Each has a twin that is never shown: check_action turns
+    # the shown one off below WIDE_COLUMNS (which hides it), and the key then falls through to its twin.
+    _WIDE_ONLY = [("ctrl+t", "toggle_stats", "Stats"), ("ctrl+o", "toggle_origins", "Origins"),
+                  ("ctrl+y", "copy_last", "Copy reply"), ("ctrl+s", "save_transcript", "Export"),
+                  ("f4", "sessions", "Chats")]
+    BINDINGS += [Binding(key, action, text) for key, action, text in _WIDE_ONLY]
+    BINDINGS += [Binding(key, f"narrow_{action}", text, show=False) for key, action, text in _WIDE_ONLY]
+    WIDE_ONLY = frozenset(action for _, action, _ in _WIDE_ONLY)
 
     busy: reactive[bool] = reactive(False, init=False)
     origins: reactive[bool] = reactive(False)
 
     def __init__(self) -> None:
         super().__init__(id="chat")
-        self.entries: list[Entry] = []
         self._current: ChatMessage | None = None
+        self._thinking: ReasoningBlock | None = None  # the reasoning block being written
         self._cards: dict[str, ToolCard] = {}
         self._cancel: threading.Event | None = None
         self._status = "starting"
+        self.narrow = False  # below WIDE_COLUMNS
+        self.stats_shown: bool | None = None  # Ctrl+T's choice; None: follow the width
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="topbar")
+        with Horizontal(id="header"):
+            yield Static("", id="topbar")
+            yield Static("", id="where")
         with Horizontal(id="body"):
             yield VerticalScroll(id="log")
             yield StatsPanel(id="stats")
-        yield Input(placeholder="Ask something (Enter sends, Esc cancels a reply)", id="prompt")
+        yield Static(summary_line(None), id="stats-line")
+        yield PromptInput(placeholder="Message · Enter sends · Ctrl+J new line · Esc cancels a reply · F1 help",
+                          id="prompt")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#log").anchor()  # follow the newest text while a reply streams
         self.query_one("#prompt").focus()
         self.set_status(self._status)
+        self.refresh_header()
+        self._layout(self.app.size.width)
+        if self.app.session.conversation_id is not None:  # --continue / --resume: show what was said
+            self.call_later(self.show_conversation)
+
+    # -- layout ---------------------------------------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self._layout(event.size.width)
+
+    def _layout(self, width: int) -> None:
+        narrow = width < WIDE_COLUMNS
+        if narrow != self.narrow:
+            self.narrow = narrow
+            self.refresh_bindings()
+            self.refresh_header()
+        panel = self.query_one(StatsPanel)
+        panel.display = (not narrow) if self.stats_shown is None else self.stats_shown
+        line = self.query_one("#stats-line", Static)
+        line.display = not panel.display
+        panel.summary = line
+        if line.display:
+            line.update(summary_line(panel.view))
+        self.query_one(Footer).compact = narrow
+
+    def refresh_header(self) -> None:
+        """The right of the top bar: workspace folder, tools on or off, approval mode."""
+        session = self.app.session
+        tools = getattr(session, "tools_enabled", session.options.tool_choice != "none")
+        folder = session.options.workspace.name if self.narrow else short_path(session.options.workspace)
+        text = (f"{folder} · tools {'on' if tools else 'off'} · approval {session.toolbox.policy.mode} ")
+        for bar in self.query("#where").results(Static):
+            bar.update(text)
 
     # -- status and bindings --------------------------------------------------------------------------------------
     @property
@@ -78,7 +143,16 @@ class ChatScreen(Screen):
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "cancel":
             return True if self.busy else None  # shown greyed out when there is nothing to cancel
+        if action in self.WIDE_ONLY:
+            return not self.narrow
         return True
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: cancel a running reply; otherwise let the key through (the prompt copies a selection, and the
+        app reminds you that Ctrl+Q quits)."""
+        if not self.busy:
+            raise SkipAction()
+        self.action_cancel()
 
     def watch_busy(self, busy: bool) -> None:
         self.refresh_bindings()
@@ -87,8 +161,8 @@ class ChatScreen(Screen):
                             "ready" if self.app.session.loaded else "no model")
 
     # -- sending --------------------------------------------------------------------------------------------------
-    async def on_input_submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
+    async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+        text = event.text.strip()
         if not text:
             return
         if self.busy:
@@ -97,7 +171,9 @@ class ChatScreen(Screen):
         if not self.app.session.loaded:
             self.notify("no model is loaded yet", severity="warning")
             return
-        event.input.value = ""
+        # Keys typed right after Enter may already be in the prompt: keep them, drop only what was sent.
+        typed = event.prompt.text
+        event.prompt.value = typed[len(event.text):] if typed.startswith(event.text) else typed
         await self.send(text)
 
     async def send(self, text: str) -> None:
@@ -124,20 +200,27 @@ class ChatScreen(Screen):
     async def add_message(self, role: str, text: str = "") -> ChatMessage:
         msg = ChatMessage(role, text, origins=self.origins)
         await self.query_one("#log").mount(msg)
-        if role in ("user", "error", "note"):
-            self.entries.append(Entry(role, text))
         return msg
 
     async def _close_current(self) -> None:
         if self._current is not None:
             await self._current.finish()
-            if self._current.role == "assistant":
-                self.entries.append(Entry("assistant", self._current.text))
             self._current = None
 
     async def on_turn_update(self, message: TurnUpdate) -> None:
         ev = message.event
         stats = self.query_one(StatsPanel)
+        if isinstance(ev, TextChunk) and ev.kind == "reasoning":
+            if self._thinking is None:
+                await self._close_current()
+                self._thinking = ReasoningBlock()
+                await self.query_one("#log").mount(self._thinking)
+            self._thinking.append(ev.text, ev.tokens)
+            stats.show(ev.stats, ev.rate)
+            return
+        if self._thinking is not None:  # the answer, a call or the end: the reasoning folds away
+            self._thinking.finish()
+            self._thinking = None
         if isinstance(ev, TextChunk):
             role = "call" if ev.kind == "call" else "assistant"
             if self._current is None or self._current.role != role:
@@ -154,8 +237,7 @@ class ChatScreen(Screen):
             card = self._cards.pop(ev.call_id, None)
             if card is not None:
                 card.finish(ev.ok, ev.content, ev.error)
-                self.entries.append(Entry("tool", card.result, card.tool_name, arguments_json(card.arguments)))
-        elif isinstance(ev, Notice):
+        elif isinstance(ev, TurnNotice):
             await self._close_current()
             await self.add_message("note", ev.message)
         elif isinstance(ev, TurnDone):
@@ -165,8 +247,11 @@ class ChatScreen(Screen):
             if ev.cancelled:
                 await self.add_message("note", "cancelled: the reply so far is kept")
             elif ev.finish_reason in ("length", "max_steps"):
-                why = "the token limit" if ev.finish_reason == "length" else "the step limit"
-                await self.add_message("note", f"stopped at {why}")
+                if ev.finish_reason == "length":
+                    await self.add_message("note", f"stopped at the token limit ({self.app.session.max_tokens} "
+                                                   "tokens): F3 → This conversation → max tokens raises it")
+                else:
+                    await self.add_message("note", "stopped at the step limit")
             self.busy = False
         elif isinstance(ev, TurnFailed):
             await self._close_current()
@@ -191,8 +276,27 @@ class ChatScreen(Screen):
                                         else "off"), timeout=2)
 
     def action_toggle_stats(self) -> None:
-        panel = self.query_one(StatsPanel)
-        panel.display = not panel.display
+        self.stats_shown = not self.query_one(StatsPanel).display
+        self._layout(self.app.size.width)
+
+    # The never-shown twins of the wide-only bindings (see _WIDE_ONLY).
+    def action_narrow_toggle_stats(self) -> None:
+        self.action_toggle_stats()
+
+    def action_narrow_toggle_origins(self) -> None:
+        self.action_toggle_origins()
+
+    def action_narrow_copy_last(self) -> None:
+        self.action_copy_last()
+
+    def action_narrow_save_transcript(self) -> None:
+        self.action_save_transcript()
+
+    def action_sessions(self) -> None:
+        self.app.action_sessions()
+
+    def action_narrow_sessions(self) -> None:
+        self.app.action_sessions()
 
     def last_reply(self) -> str | None:
         replies = [m for m in self.query(ChatMessage) if m.role == "assistant"]
@@ -207,24 +311,55 @@ class ChatScreen(Screen):
         self.notify("last reply copied to the clipboard", timeout=2)
 
     def action_save_transcript(self) -> None:
-        info = self.app.session.info
-        entries = list(self.entries)
-        if self._current is not None:
-            entries.append(Entry("assistant", self._current.text))
-        try:
-            path = transcript.save(entries, self.app.session.options.workspace, pair=info.label if info else None)
-        except OSError as exc:
-            self.notify(f"could not save the transcript: {exc.strerror or exc}", severity="error")
+        """Ctrl+S: export the saved conversation (Markdown or JSON) to a path the user picks in a dialog."""
+        from localspec.conversations import ConversationError
+        from localspec.tui.screens.export import ExportScreen
+
+        session = self.app.session
+        if session.conversations is None:
+            self.notify("conversations are not being saved in this session", severity="warning")
             return
-        self.app.last_transcript = path
-        self.notify(f"transcript saved to {path}", timeout=4)
+        if session.conversation_id is None:
+            self.notify("nothing to export yet: a conversation is saved from its first message", severity="warning")
+            return
+        try:
+            conv = session.conversations.get(session.conversation_id, turns=True)
+        except ConversationError as exc:
+            self.notify(str(exc), severity="error")
+            return
+
+        def exported(path: Path | None) -> None:
+            if path is not None:
+                self.app.last_transcript = path
+                self.notify(f"exported to {path}", timeout=8)
+
+        self.app.push_screen(ExportScreen(conv), exported)
+
+    async def show_conversation(self) -> None:
+        """Redraw the log from the session's history (a reopened or a deleted conversation) and restart the totals."""
+        from localspec.tui.history import show_history
+
+        self._cards.clear()
+        self._current = None
+        log = self.query_one("#log")
+        await log.remove_children()
+        await show_history(log, [m for m in self.app.session.history if m.get("role") != "system"],
+                           origins=self.origins)
+        self.query_one(StatsPanel).show_totals(self.app.session.totals)
+        log.scroll_end(animate=False)
+
+    def action_toggle_thinking(self) -> None:
+        session = self.app.session
+        session.thinking = not session.thinking
+        self.notify("reasoning models think before answering" if session.thinking else
+                    "reasoning models answer without thinking (enable_thinking off, /no_think)", timeout=3)
 
     async def action_new_chat(self) -> None:
         if self.busy:
             self.notify("cancel the current reply first (Esc)", severity="warning")
             return
         self.app.session.reset()
-        self.entries.clear()
         self._cards.clear()
         await self.query_one("#log").remove_children()
+        self.query_one(StatsPanel).show_totals(self.app.session.totals)  # reset() restarted them
         self.notify("new conversation", timeout=2)

@@ -1,7 +1,10 @@
 """The models screen (Textual): catalog pairs and installed files, downloads with progress bars, the active pair.
 
 Downloads run in a worker thread (models.install.pull_pair) and report through PullProgress messages; "x" sets the
-cancel event, the download stops between chunks and keeps its partial file for the next attempt.
+cancel event, the download stops between chunks and keeps its partial file for the next attempt. How a download
+ended stays on the screen (the screen is kept while the app runs): a failure shows its reason and that p retries.
+
+The packaged demo model is the pair "demo" (models.resolve): usable and settable as the default like any other.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,10 +25,14 @@ from localspec.models.catalog import format_mb, load_catalog
 from localspec.models.install import pair_state, pull_pair
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
-from localspec.models.resolve import Selection, demo_model_path
+from localspec.models.resolve import DEMO, DEMO_DESCRIPTION, demo_model_path, demo_selection
 from localspec.tui.messages import PullFinished, PullProgress
 
-DEMO = "demo"
+LEGEND = "●: the pair in use · ★: the default pair (loaded at start; s sets it)"
+FIRST_RUN = ("Welcome to localspec. The small demo model (SmolLM2-135M, no draft model) is installed and loading, so "
+             "you can chat at once: press Esc, or Enter on the demo row. For better answers and real speculation, "
+             "download a pair below: select it and press p, then Enter to use it. The pair you pick becomes the "
+             "default, and this screen does not open by itself again.")
 _PROGRESS_EVERY = 0.1  # seconds between progress messages per file (the hub reports every chunk)
 
 
@@ -43,6 +51,8 @@ class ModelsScreen(Screen):
         self.notice = notice
         self.pulling: str | None = None
         self.outcome: str | None = None  # how the last download ended: "ready", "cancelled" or the error
+        self.failed: dict[str, str] = {}  # pair -> why its last download failed (until a retry succeeds)
+        self.first_run = False  # opened because nothing was chosen yet: leaving it with the demo loaded picks it
         self._cancel: threading.Event | None = None
         self._bars: dict[str, ProgressBar] = {}
 
@@ -50,6 +60,7 @@ class ModelsScreen(Screen):
         yield Static(self.notice or "", id="models-notice")
         with VerticalScroll(id="models-body"):
             yield Label("Model pairs  (Enter/u: use · p: download · s: set default)", classes="heading")
+            yield Static(LEGEND, id="models-legend")
             yield DataTable(id="pairs", cursor_type="row", zebra_stripes=True)
             yield Label("Installed files", classes="heading")
             yield DataTable(id="files", cursor_type="row", zebra_stripes=True)
@@ -90,20 +101,23 @@ class ModelsScreen(Screen):
         active = session.info.pair if session.info else None
         if session.info and session.info.demo:
             active = DEMO
-        default = session.settings.default_pair or catalog.default
+        default = session.settings.default_pair or self._starts_with()
         pairs = self.query_one("#pairs", DataTable)
         keep = pairs.cursor_row
         pairs.clear()
         for name, p in catalog.pairs.items():
             mark = ("● " if name == active else "  ") + ("★" if name == default else " ")
-            pairs.add_row(mark, name, pair_state(p, registry), format_mb(p.size), p.description, key=name)
+            state = pair_state(p, registry)
+            if name in self.failed and state != "installed":
+                state = "failed (p retries)"
+            pairs.add_row(mark, name, state, format_mb(p.size), Text(p.description), key=name)
         for name, up in registry.pairs.items():
             mark = ("● " if name == active else "  ") + ("★" if name == default else " ")
             desc = f"{up.target} + {up.draft or '(no draft model)'}"
-            pairs.add_row(mark, name, "yours", "", desc, key=name)
+            pairs.add_row(mark, name, "yours", "", Text(desc), key=name)
         if demo_model_path() is not None:
-            pairs.add_row("● " if active == DEMO else "  ", DEMO, "installed", "",
-                          "SmolLM2-135M-Instruct, no draft model (packaged demo)", key=DEMO)
+            mark = ("● " if active == DEMO else "  ") + ("★" if default == DEMO else " ")
+            pairs.add_row(mark, DEMO, "installed", "", Text(DEMO_DESCRIPTION), key=DEMO)
         if keep and keep < pairs.row_count:
             pairs.move_cursor(row=keep)
         files = self.query_one("#files", DataTable)
@@ -112,6 +126,13 @@ class ModelsScreen(Screen):
             files.add_row(f.repo or "(local)", f.file, format_mb(f.size), f.status())
         if not registry.files:
             files.add_row("", "no model files yet: select a pair and press p to download it", "", "")
+
+    def _starts_with(self) -> str | None:
+        """With no default_pair set: the pair a start would load (the first installed), which ★ marks."""
+        try:
+            return self.app.session.select().pair
+        except LocalspecError:
+            return None
 
     def selected(self) -> str | None:
         table = self.query_one("#pairs", DataTable)
@@ -129,24 +150,28 @@ class ModelsScreen(Screen):
         if name is None:
             return
         try:
-            if name == DEMO:
-                sel = Selection(demo_model_path(), None, None, True)
-            else:
-                sel = self.app.session.select(pair=name)
+            sel = demo_selection() if name == DEMO else self.app.session.select(pair=name)
         except LocalspecError as exc:
             self.notify(f"{exc}  (press p to download it)", severity="error")
             return
+        if self.app.session.settings.default_pair is None:
+            self._remember_choice(name)  # the first pick becomes the default: no first-run screen next time
         self.app.switch_pair(sel)
         self.dismiss()
 
-    def action_make_default(self) -> None:
-        name = self.selected()
-        if name is None or name == DEMO:
-            return
+    def _remember_choice(self, name: str) -> bool:
         try:
             self.app.set_config("default_pair", name)
         except LocalspecError as exc:
             self.notify(str(exc), severity="error")
+            return False
+        self.first_run = False
+        self.set_notice(None)
+        return True
+
+    def action_make_default(self) -> None:
+        name = self.selected()
+        if name is None or not self._remember_choice(name):
             return
         self.notify(f"'{name}' is now the default pair", timeout=3)
         self.action_refresh()
@@ -154,9 +179,12 @@ class ModelsScreen(Screen):
     def action_close(self) -> None:
         if self.pulling:
             self.notify("a download is running: it continues in the background (x cancels it)", timeout=3)
+        info = self.app.session.info
+        if self.first_run and self.app.session.settings.default_pair is None and info is not None and info.demo:
+            self._remember_choice(DEMO)  # leaving the first-run screen with the demo loaded: that is the pick
         self.dismiss()
 
-    def action_pull(self) -> None:
+    async def action_pull(self) -> None:
         name = self.selected()
         if name is None or name == DEMO:
             return
@@ -164,10 +192,13 @@ class ModelsScreen(Screen):
             self.notify(f"already downloading '{self.pulling}'", severity="warning")
             return
         self.pulling = name
+        self.outcome = None
         self._cancel = threading.Event()
         self._bars.clear()
-        self.query_one("#downloads").remove_children()
-        self.query_one("#downloads").mount(Label(f"Downloading '{name}' (x cancels)", classes="heading"))
+        downloads = self.query_one("#downloads")
+        await downloads.remove_children()  # the last attempt's status and bars (awaited: the new ones reuse ids)
+        await downloads.mount(Label(f"Downloading '{name}' (x cancels)", id="download-status", classes="heading",
+                                    markup=False))  # error texts may hold [brackets]
         self._pull(name, self._cancel)
 
     def action_cancel_pull(self) -> None:
@@ -210,10 +241,19 @@ class ModelsScreen(Screen):
         self.pulling = None
         self._cancel = None
         self.outcome = "cancelled" if msg.cancelled else msg.error or "ready"
-        if msg.cancelled:
-            self.notify(f"download of '{msg.name}' cancelled; pulling again resumes it", severity="warning")
-        elif msg.error:
+        if msg.error and not msg.cancelled:
+            self.failed[msg.name] = msg.error
+            status = f"Download of '{msg.name}' failed: {msg.error}  (p retries)"
             self.notify(msg.error, severity="error", timeout=8)
         else:
-            self.notify(f"pair '{msg.name}' is ready: press u to use it", timeout=4)
+            self.failed.pop(msg.name, None)
+            if msg.cancelled:
+                status = f"Download of '{msg.name}' cancelled; p resumes it"
+                self.notify(status, severity="warning")
+            else:
+                status = f"'{msg.name}' is downloaded: press Enter or u to use it"
+                self.notify(f"pair '{msg.name}' is ready: press u to use it", timeout=4)
+        for label in self.query("#download-status").results(Label):
+            label.update(status)
+            label.set_class(bool(msg.error) and not msg.cancelled, "failed")
         self.action_refresh()

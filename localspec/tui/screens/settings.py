@@ -1,7 +1,10 @@
-"""The settings screen (Textual): every config.toml key as a form field, validated before it is saved.
+"""The settings screen (Textual): this conversation's own settings, then every config.toml key as a form field,
+validated before anything is saved.
 
-The form is built from the Settings model itself (switches for booleans, choices for fixed sets, text for the rest),
-so a new setting appears here without UI code. It edits the file's values, not LOCALSPEC_* environment overrides.
+"This conversation" (system prompt, temperature, max tokens) applies to the open chat only, from its next message.
+The config form is built from the Settings model itself (switches for booleans, choices for fixed sets, text for
+the rest), so a new setting appears here without UI code. It edits the file's values, not LOCALSPEC_* environment
+overrides; the file's [chat_templates] table, which has no form fields, is kept as it is.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Select, Static, Switch
+from textual.widgets import Footer, Input, Label, Select, Static, Switch, TextArea
 
 from localspec.errors import LocalspecError
-from localspec.models.config import Settings, config_keys, load_config, save_config
+from localspec.models.config import TABLES, Settings, config_keys, load_config, save_config
+from localspec.speculative import registry
 
 HELP = {
     "default_pair": "pair used when none is given (empty: first installed)",
@@ -27,8 +31,36 @@ HELP = {
     "draft_p_min": "stop drafting below this draft probability (empty: pair hint)",
     "approval": "ask: writes and shell need approval · read-only · auto: run everything",
     "theme": "colour theme of this app",
+    "sampling.temperature": "0: greedy (exactly the target's own output); higher: more varied",
     "sampling.seed": "empty: random",
+    **{d.config_key: d.summary for d in registry.DRAFTERS},
 }
+MAX_TOKENS_LIMIT = 1_000_000
+
+
+class ConversationError(ValueError):
+    """A field of "This conversation" that cannot be used (the message names the field)."""
+
+
+def conversation_values(system: str, temperature: str, max_tokens: str) -> tuple[str, float | None, int | None]:
+    """The "This conversation" fields as the session takes them; empty numbers mean the defaults."""
+    temp = None
+    if temperature.strip():
+        try:
+            temp = float(temperature)
+        except ValueError:
+            raise ConversationError(f"temperature: {temperature.strip()!r} is not a number") from None
+        if not 0.0 <= temp <= 5.0:
+            raise ConversationError("temperature: must be between 0 and 5")
+    limit = None
+    if max_tokens.strip():
+        try:
+            limit = int(max_tokens)
+        except ValueError:
+            raise ConversationError(f"max tokens: {max_tokens.strip()!r} is not a whole number") from None
+        if not 1 <= limit <= MAX_TOKENS_LIMIT:
+            raise ConversationError(f"max tokens: must be between 1 and {MAX_TOKENS_LIMIT:,}")
+    return system.strip(), temp, limit
 
 
 def _unwrap(annotation: Any) -> tuple[Any, bool]:
@@ -78,9 +110,26 @@ class SettingsScreen(Screen):
         except LocalspecError as exc:
             current = Settings()
             self.app.notify(f"{exc}; showing the defaults", severity="error")
-        yield Label(f"Settings · {self._path()}  (Ctrl+S saves, Esc goes back)", classes="heading")
+        self._tables = {t: getattr(current, t) for t in TABLES}  # no form fields: saved back as they are
+        session = self.app.session
+        yield Label("Settings  (Ctrl+S saves both parts, Esc goes back)", classes="heading")
         yield Static("", id="settings-error")
         with VerticalScroll(id="settings-form"):
+            yield Label("This conversation (from its next message)", classes="heading")
+            with Horizontal(classes="setting"):
+                yield Label("system prompt", classes="key")
+                yield TextArea(session.system_prompt, id="conv-system", soft_wrap=True, tab_behavior="focus")
+            with Horizontal(classes="setting"):
+                yield Label("temperature", classes="key")
+                yield Input("" if session.temperature is None else str(session.temperature), id="conv-temperature",
+                            placeholder=f"{session.settings.sampling.temperature} (config)")
+                yield Label("empty: sampling.temperature below", classes="help")
+            with Horizontal(classes="setting"):
+                yield Label("max tokens", classes="key")
+                yield Input("" if session.max_tokens_override is None else str(session.max_tokens_override),
+                            id="conv-max-tokens", placeholder=f"{session.options.max_tokens} (default)")
+                yield Label("most tokens per reply; raise it when replies stop at the token limit", classes="help")
+            yield Label(f"config.toml · {self._path()}", classes="heading")
             for key in config_keys():
                 with Horizontal(classes="setting"):
                     yield Label(key, classes="key")
@@ -120,10 +169,21 @@ class SettingsScreen(Screen):
             (raw.setdefault(section, {}) if section else raw)[name] = value
         return raw
 
+    def conversation(self) -> tuple[str, float | None, int | None]:
+        return conversation_values(self.query_one("#conv-system", TextArea).text,
+                                   self.query_one("#conv-temperature", Input).value,
+                                   self.query_one("#conv-max-tokens", Input).value)
+
     def action_save(self) -> None:
         error = self.query_one("#settings-error", Static)
         try:
-            settings = Settings.model_validate(self.values())
+            system, temperature, max_tokens = self.conversation()
+        except ConversationError as exc:
+            error.update(f"not saved: {exc}")
+            error.display = True
+            return
+        try:
+            settings = Settings.model_validate({**self.values(), **self._tables})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
@@ -132,6 +192,8 @@ class SettingsScreen(Screen):
             return
         try:
             save_config(settings, self.app.session.options.config_path)
+            self.app.session.set_conversation_settings(system_prompt=system, temperature=temperature,
+                                                       max_tokens=max_tokens)
             self.app.reload_settings()
         except (LocalspecError, OSError) as exc:
             error.update(f"not saved: {exc}")

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Sparkline, Static
 
-from localspec.tui.livestats import SessionView, StatsView
+from localspec.tui.livestats import SessionView, StatsView, slow_hint, summary_line
 from localspec.tui.origins import LABELS, colour, legend
 
 SPARK_POINTS = 40
@@ -30,7 +30,7 @@ def turn_table(v: StatsView | None) -> Table:
         t.add_row("no generation yet", "")
         return t
     t.add_row("acceptance", f"{100 * v.acceptance_rate:.1f}%")
-    t.add_row("tokens / pass", f"{v.mean_accepted_length:.2f}")
+    t.add_row("tokens / pass", f"{v.mean_accepted_length:.2f}" if v.target_passes else "–")
     t.add_row("tokens / s", f"{v.tokens_per_second:.1f}")
     t.add_row("est. speedup", f"{v.estimated_speedup:.2f}x" if v.estimated_speedup else "–")
     t.add_row("tokens", f"{v.generated} in {v.target_passes} passes")
@@ -57,7 +57,7 @@ def totals_table(s: SessionView) -> Table:
     t.add_row("turns", str(s.turns))
     t.add_row("tokens", str(s.generated))
     t.add_row("acceptance", f"{100 * s.acceptance_rate:.1f}%")
-    t.add_row("tokens / pass", f"{s.mean_accepted_length:.2f}")
+    t.add_row("tokens / pass", f"{s.mean_accepted_length:.2f}" if s.target_passes else "–")
     t.add_row("tokens / s", f"{s.tokens_per_second:.1f}")
     return t
 
@@ -75,10 +75,12 @@ class StatsPanel(VerticalScroll):
         self.rates: deque[float] = deque(maxlen=SPARK_POINTS)
         self._drawn = 0.0
         self._pending = False
+        self.summary: Static | None = None  # the one-line form shown instead of the panel (narrow terminals)
 
     def compose(self) -> ComposeResult:
         yield Label("This turn", classes="heading")
         yield Static(turn_table(None), id="turn-stats")
+        yield Static("", id="slow-hint")
         yield Static(drafter_table(None), id="drafter-stats")
         yield Label("tokens / s", classes="heading")
         yield Sparkline([], id="spark")
@@ -102,8 +104,14 @@ class StatsPanel(VerticalScroll):
     def _redraw(self, now: float) -> None:
         self._drawn, self._pending = now, False
         self.query_one("#turn-stats", Static).update(turn_table(self.view))
+        hint = slow_hint(self.view)
+        box = self.query_one("#slow-hint", Static)
+        box.update(hint or "")
+        box.display = hint is not None
         self.query_one("#drafter-stats", Static).update(drafter_table(self.view))
         self.query_one(Sparkline).data = list(self.rates)
+        if self.summary is not None and self.summary.display:
+            self.summary.update(summary_line(self.view))
 
     def show_totals(self, totals: SessionView) -> None:
         self.totals = totals

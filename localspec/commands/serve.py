@@ -7,12 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+from localspec.commands.helpers import add_generation_args, add_model_args, engine_from_args, gen_params, load_from_args
 from localspec.errors import ConfigError
 
 
 def register(sub) -> None:
-    from localspec.commands.run import add_generation_args, add_model_args
-
     p = sub.add_parser("serve", help="OpenAI-compatible HTTP server on the speculative engine")
     add_model_args(p)
     add_generation_args(p)  # server-side defaults for requests that leave a setting out
@@ -53,10 +52,8 @@ def cmd_serve(args) -> int:
     from localspec.serve.app import create_app, require_serve_extra
 
     require_serve_extra()
-    from localspec.commands.run import gen_params, load_from_args
     from localspec.serve.runner import serve_forever
     from localspec.serve.service import ChatService
-    from localspec.commands.run import engine_from_args
 
     fmt = None
     if args.tool_format:

@@ -1,4 +1,4 @@
-"""argparse subcommands: models, pull, add, rm, config. localspec.cli calls register(subparsers).
+"""`localspec models | pull | add | rm | config`: the model catalog, downloads and config.toml.
 
 Handlers return an exit code and raise LocalspecError for anything the user must fix (the CLI prints it as one line).
 """
@@ -11,11 +11,12 @@ import sys
 
 from localspec.errors import ConfigError
 from localspec.models.catalog import format_mb, load_catalog
-from localspec.models.config import config_keys, env_name, env_overrides, load_config, set_config_value
+from localspec.models.config import (config_keys, env_name, env_overrides, load_config, mcp_config_path,
+                                     set_config_value)
 from localspec.models.install import add_pair, pair_state, pull_file, pull_pair, remove
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
-from localspec.models.resolve import resolve_models, resolve_selection  # noqa: F401  (re-exported for other commands)
+from localspec.models.resolve import DEMO, demo_pair
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,16 +65,18 @@ def cmd_models(args: argparse.Namespace) -> int:
     pairs = [{"name": n, "description": p.description, "default": n == default, "state": pair_state(p, registry),
               "size": p.size, "target": _file_json(p.target, registry), "draft": _file_json(p.draft, registry),
               "hints": p.hints.model_dump()} for n, p in catalog.pairs.items()]
+    demo = {**demo_pair(), "default": default == DEMO}
     if args.json:
         print(json.dumps({"catalog": pairs, "installed": [f.public() for f in registry.files],
                           "pairs": {n: up.model_dump() for n, up in registry.pairs.items()},
-                          "default": default}, indent=2))
+                          "demo": demo, "default": default}, indent=2))
         return 0
     print(f"pairs (catalog {catalog.source}; * = default)")
     for p in pairs:
         unverified = "" if p["target"]["verified"] and p["draft"]["verified"] else "  (names unverified)"
         print(f"{'*' if p['default'] else ' '} {p['name']:<18} {p['state']:<9} {format_mb(p['size']):>10}  "
               f"{p['target']['file']} + {p['draft']['file']}{unverified}")
+    print(f"{'*' if demo['default'] else ' '} {DEMO:<18} {demo['state']:<9} {'':>10}  {demo['description']}")
     if registry.pairs:
         print("\nyour pairs (localspec add)")
         for n, up in registry.pairs.items():
@@ -142,6 +145,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
         return 0
     overridden = env_overrides()
     print(f"# {get_paths().config_file}")
+    print(f"# MCP servers: {mcp_config_path()}")
     for key in config_keys():
         section, _, field = key.rpartition(".")
         value = data[section][field] if section else data[field]
@@ -149,12 +153,14 @@ def cmd_config_show(args: argparse.Namespace) -> int:
         note = f"  # from {env_name(key)}" if key in overridden else \
             f"  # {_UNSET_MEANS[key]}" if value is None and key in _UNSET_MEANS else ""
         print(f"{key} = {shown}{note}")
+    for pair, path in settings.chat_templates.items():
+        print(f"chat_templates.{pair} = {json.dumps(path)}")
     return 0
 
 
 def cmd_config_set(args: argparse.Namespace) -> int:
     if args.key == "default_pair" and args.value.strip().lower() not in ("", "none", "null", "unset"):
-        if args.value not in load_registry(get_paths().registry_file).pairs:
+        if args.value != DEMO and args.value not in load_registry(get_paths().registry_file).pairs:
             load_catalog().get(args.value)  # unknown name: ConfigError naming the catalog pairs
     settings = set_config_value(args.key, args.value)
     value = settings.get(args.key)

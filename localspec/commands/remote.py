@@ -32,7 +32,7 @@ def _check(args) -> None:
 
 
 def cmd_remote_run(args) -> int:
-    from localspec.remote.backend import Done, RemoteBackend, TextDelta, ToolCallEvent
+    from localspec.remote.backend import RemoteBackend, RemoteDone, RemoteTextDelta, RemoteToolCall
     from localspec.remote.stats import summary
 
     _check(args)
@@ -50,12 +50,12 @@ def cmd_remote_run(args) -> int:
         return 0
     done = None
     for ev in backend.stream(messages, **kw):
-        if isinstance(ev, TextDelta):
+        if isinstance(ev, RemoteTextDelta):
             sys.stdout.write(ev.text)
             sys.stdout.flush()
-        elif isinstance(ev, ToolCallEvent):
+        elif isinstance(ev, RemoteToolCall):
             sys.stdout.write(f"\n[tool call] {ev.name} {ev.arguments_json}")
-        elif isinstance(ev, Done):
+        elif isinstance(ev, RemoteDone):
             done = ev
     sys.stdout.write("\n")
     sys.stdout.flush()

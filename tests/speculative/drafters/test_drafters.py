@@ -114,8 +114,7 @@ def test_hybrid_is_exact_under_grammar_smollm2_f16(smollm2_f16, smollm2, drafter
         got = _constrained(spec, m, prompt, TOOLS)
         assert got.text == ref.text
         forced += got.stats.forced
-        if "history" in drafters:
-            spec.hybrid.sources[0].add_call_tokens(got.tokens, got.text)
+        spec.remember_call(got.tokens, got.text)  # the history drafter, where there is one, learns the call
         json.loads(got.text.split("<tool_call>\n", 1)[1].rsplit("\n</tool_call>", 1)[0])
     assert forced > 20
     assert spec.totals.mean_accepted_length > 2.0
@@ -201,7 +200,7 @@ def test_hybrid_guesses_forced_text_that_no_single_token_forces(smollm2):
     cons = GrammarConstraint(m, tool_call_grammar(TOOLS))
     done = m.tokenize('{"name": "read_file", "arguments": {"path": "a", "start_line":', add_special=False)
     assert cons.consume_valid_prefix(done) == len(done)
-    assert cons.forced() == [] and cons.matcher.compute_ff_bytes() == b" "
+    assert cons.forced() == [] and cons.forced_bytes() == b" "
     draft = spec.drafter.propose(DraftRequest(m.tokenize("x") + done, 16, SamplingParams(), cons))
     assert draft.tokens[:1] == m.tokenize(" ", add_special=False) and draft.forced[:1] == [False]
     assert draft.origins[0] == "schema" and cons.consumed == len(done)  # the grammar state is left as it was

@@ -1,0 +1,10 @@
+"""The persisted tool-call history that every front end (run, serve, the app) drafts from and adds to."""
+
+from __future__ import annotations
+
+from localspec.models.paths import get_paths
+from localspec.speculative.drafters.history import CallHistory
+
+
+def call_history() -> CallHistory:
+    return CallHistory(get_paths().call_history_file)

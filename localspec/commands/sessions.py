@@ -1,0 +1,126 @@
+"""`localspec sessions`: the saved conversations, headless (the app's sessions screen, F4, does the same).
+
+    localspec sessions [--search TEXT] [--limit N] [--json]     list, most recently active first
+    localspec sessions show ID [--json]                         one conversation (Markdown, or JSON)
+    localspec sessions export ID [--format md|json] [-o PATH] [--force] [--json]
+    localspec sessions rename ID TITLE [--json]
+    localspec sessions delete ID [--json]
+
+An ID may be shortened to any unique prefix. `localspec --continue` / `--resume ID` reopen one in the app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sessions", help="saved conversations: list, show, export, rename, delete",
+                       description="Saved conversations (newest first). Reopen one with `localspec --continue` or "
+                                   "`localspec --resume ID`.")
+    p.add_argument("--search", metavar="TEXT", default=None, help="only conversations whose title contains TEXT")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N conversations")
+    p.add_argument("--json", action="store_true", help="a JSON list of conversations, each with its messages")
+    p.set_defaults(func=cmd_list)
+    actions = p.add_subparsers(dest="sessions_action", metavar="ACTION")
+
+    def action(name: str, help: str, func):
+        a = actions.add_parser(name, help=help)
+        a.add_argument("id", metavar="ID", help="conversation ID (or a unique prefix)")
+        # SUPPRESS: without the flag here, `sessions --json ACTION` keeps the parent's value.
+        a.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+        a.set_defaults(func=func)
+        return a
+
+    action("show", "print one conversation (Markdown, or the full JSON)", cmd_show)
+    e = action("export", "write a conversation to a Markdown or JSON file", cmd_export)
+    e.add_argument("--format", choices=("md", "json"), default="md", help="file format (default md)")
+    e.add_argument("-o", "--output", metavar="PATH", default=None,
+                   help="file or folder to write (default: <data dir>/exports/)")
+    e.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    r = action("rename", "give a conversation a new title", cmd_rename)
+    r.add_argument("title", metavar="TITLE")
+    action("delete", "delete a conversation and its messages", cmd_delete)
+
+
+def _store():
+    from localspec.conversations import open_store
+
+    return open_store()
+
+
+def _json(value) -> None:
+    print(json.dumps(value, ensure_ascii=False))
+
+
+def cmd_list(args) -> int:
+    from localspec.errors import ConfigError
+
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be >= 1, not {args.limit}")
+    with _store() as store:
+        convs = store.list(args.search, limit=args.limit, messages=args.json)
+    if args.json:
+        _json([c.to_dict() for c in convs])
+        return 0
+    if not convs:
+        print("no saved conversations" + (f" with {args.search!r} in the title" if args.search else ""),
+              file=sys.stderr)
+        return 0
+    print(f"{'ID':<8}  {'LAST ACTIVE':<16}  {'MSGS':>4}  {'PAIR':<18}  TITLE")
+    for c in convs:
+        when = datetime.fromtimestamp(c.updated).strftime("%Y-%m-%d %H:%M")
+        pair = (c.pair or "-")[:18]
+        print(f"{c.id:<8}  {when:<16}  {c.message_count:>4}  {pair:<18}  {c.display_title}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from localspec.conversations import render
+
+    with _store() as store:
+        conv = store.get(args.id, turns=True)
+    sys.stdout.write(render(conv, "json" if getattr(args, "json", False) else "md"))
+    return 0
+
+
+def cmd_export(args) -> int:
+    from localspec.conversations import export
+    from localspec.conversations.exports import ExportExists
+
+    with _store() as store:
+        conv = store.get(args.id, turns=True)
+    try:
+        path = export(conv, args.format, args.output, overwrite=args.force)
+    except ExportExists as exc:
+        raise ExportExists(f"{exc} (or add --force to replace it)") from None
+    if getattr(args, "json", False):
+        _json({"id": conv.id, "format": args.format, "path": str(path)})
+    else:
+        print(path)
+    return 0
+
+
+def cmd_rename(args) -> int:
+    with _store() as store:
+        cid = store.resolve(args.id)
+        title = store.rename(cid, args.title)
+    if getattr(args, "json", False):
+        _json({"id": cid, "title": title})
+    else:
+        print(f"renamed {cid}: {title}")
+    return 0
+
+
+def cmd_delete(args) -> int:
+    with _store() as store:
+        conv = store.get(args.id, messages=False)
+        store.delete(conv.id)
+    if getattr(args, "json", False):
+        _json({"id": conv.id, "deleted": True})
+    else:
+        print(f"deleted {conv.id}: {conv.display_title}")
+    return 0

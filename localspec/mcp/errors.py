@@ -1,0 +1,60 @@
+"""One line for what went wrong with an MCP server (the SDK raises exception groups, OS, HTTP and protocol errors;
+the user needs a sentence, never a traceback)."""
+
+from __future__ import annotations
+
+from localspec.tools.result import one_line
+
+_MAX = 300
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (nested) exception groups and `raise ... from` chains of wrappers."""
+    seen = 0
+    while seen < 20:
+        seen += 1
+        inner = getattr(exc, "exceptions", None)  # (Base)ExceptionGroup, also the backport on Python 3.10
+        if isinstance(inner, (tuple, list)) and inner and isinstance(inner[0], BaseException):
+            exc = inner[0]
+            continue
+        break
+    return exc
+
+
+def describe(exc: BaseException, stderr_tail: str = "") -> str:
+    exc = leaf(exc)
+    text = _text(exc)
+    if stderr_tail and stderr_tail not in text:
+        text += f" (server said: {_cut(one_line(stderr_tail), 200)})"
+    return _cut(one_line(text), _MAX)
+
+
+def _text(exc: BaseException) -> str:
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, MCPError):
+        if exc.message.lower() == "connection closed":
+            return "the server closed the connection"
+        return f"the server answered with an error: {exc.message}"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename or exc}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+    if isinstance(exc, (TimeoutError,)):
+        return str(exc) or "timed out"
+    name = type(exc).__name__
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status is not None:
+        return f"HTTP {status} from the server"
+    if "ConnectError" in name:
+        return f"cannot connect ({exc})" if str(exc) else "cannot connect"
+    if "Connection" in name or "EndOfStream" in name or "ClosedResource" in name or "BrokenResource" in name:
+        return "the connection to the server was lost"
+    message = str(exc)
+    return f"{name}: {message}" if message else name
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

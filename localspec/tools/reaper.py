@@ -1,0 +1,204 @@
+"""Runs one shell command and stops every process it started, even those that left its process group.
+
+Usage (by tools/shell.py, as a file, with only the standard library):
+    python -I -S reaper.py REPORT_FD /bin/sh -c COMMAND
+
+Why a separate process: Linux reparents an orphan to its nearest ancestor marked "child subreaper"
+(prctl PR_SET_CHILD_SUBREAPER). Marking this small wrapper, not the agent itself, means `setsid cmd &`,
+`setsid -f` and double forks stay its descendants, so once the shell exits (or the caller sends SIGTERM on a
+timeout) it can find them all in /proc and kill them, and the agent's own process keeps its normal children.
+The result goes to REPORT_FD as "key<TAB>value" lines (no json import: it would double our start-up time):
+exit status, what had to be stopped, what could not be.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+DRAIN_GRACE_S = 0.2  # after the shell exits, how long background children may finish on their own
+TERM_GRACE_S = 0.5  # between SIGTERM and SIGKILL
+KILL_ROUNDS_S = 3.0
+MAX_LISTED = 20  # how long to keep sweeping (a fork loop keeps making new processes)
+
+
+class _Stop(Exception):
+    """The caller asked us to stop (timeout or interrupt)."""
+
+
+def _on_stop(signum, frame):
+    raise _Stop()
+
+
+def set_subreaper() -> str:
+    """'' on success, else why not."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return os.strerror(ctypes.get_errno())
+        # If the agent dies mid-command, SIGTERM us so the cleanup below still runs.
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError) as exc:
+        return str(exc)
+    return ""
+
+
+def _stat(pid: int) -> tuple[int, str, str] | None:
+    """(ppid, state, name) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split at the last ")".
+    head, _, rest = raw.rpartition(")")
+    fields = rest.split()
+    if len(fields) < 2:
+        return None
+    name = "".join(c if c.isprintable() else "?" for c in head.partition("(")[2])[:32]
+    return int(fields[1]), fields[0], name
+
+
+def _children(pid: int) -> list[int] | None:
+    """Direct children from /proc/PID/task/*/children; None where the kernel does not provide that file."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    kids: list[int] = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
+                kids += [int(k) for k in fh.read().split()]
+        except FileNotFoundError:
+            return None if pid == os.getpid() else []
+        except OSError:
+            continue
+    return kids
+
+
+def _children_by_scan() -> dict[int, list[int]]:
+    """Every process's children, from one pass over /proc (the fallback)."""
+    table: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            info = _stat(int(entry))
+            if info:
+                table.setdefault(info[0], []).append(int(entry))
+    return table
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Live (non-zombie) descendants of root: pid -> name."""
+    scan = _children_by_scan() if _children(root) is None else None
+    found: dict[int, str] = {}
+    todo = list(scan.get(root, []) if scan is not None else _children(root) or [])
+    while todo:
+        pid = todo.pop()
+        if pid in found or pid == root:
+            continue
+        info = _stat(pid)
+        if info is None:
+            continue
+        if info[1] not in ("Z", "X"):
+            found[pid] = info[2]
+        todo.extend(scan.get(pid, []) if scan is not None else _children(pid) or [])
+    return found
+
+
+def reap(statuses: dict[int, int]) -> None:
+    """Collect every exited child (our own and reparented orphans), keeping their statuses."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        statuses[pid] = status
+
+
+def _signal(pid: int, sig: int, failed: dict[int, str]) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        failed[pid] = "permission denied"
+
+
+def stop_all(me: int, statuses: dict[int, int], *, kill=_signal, scan=descendants,
+             term_grace: float = TERM_GRACE_S, rounds_s: float = KILL_ROUNDS_S) -> dict[int, str]:
+    """SIGTERM every descendant, then SIGSTOP+SIGKILL sweeps until none is left. Returns survivors: pid -> why."""
+    failed: dict[int, str] = {}
+    for pid in scan(me):
+        kill(pid, signal.SIGTERM, failed)
+    deadline = time.monotonic() + term_grace
+    while scan(me) and time.monotonic() < deadline:
+        reap(statuses)
+        time.sleep(0.02)
+    deadline = time.monotonic() + rounds_s
+    while True:
+        reap(statuses)
+        live = scan(me)
+        if not live or time.monotonic() > deadline:
+            break
+        for pid in live:  # freeze first, so a forking process cannot outrun the sweep
+            kill(pid, signal.SIGSTOP, failed)
+        for pid in scan(me):
+            kill(pid, signal.SIGKILL, failed)
+        time.sleep(0.02)
+    live = scan(me)
+    return {pid: f"{name} (pid {pid}): {failed.get(pid, 'still running after SIGKILL')}" for pid, name in live.items()}
+
+
+def main(argv: list[str]) -> int:
+    report_fd = int(argv[0])
+    command = argv[1:]
+    os.set_inheritable(report_fd, False)
+    report: dict = {"subreaper": 0, "exit": "none", "stopped_early": 0}
+    me = os.getpid()
+    statuses: dict[int, int] = {}
+    shell = -1
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, _on_stop)
+        why = set_subreaper()
+        report["subreaper"] = 0 if why else 1
+        if why:
+            report["error"] = f"could not become a child subreaper: {why}"
+        shell = os.posix_spawn(command[0], command, dict(os.environ))
+        while shell not in statuses:
+            pid, status = os.waitpid(-1, 0)  # also reaps orphans that exit meanwhile
+            statuses[pid] = status
+        report["exit"] = os.waitstatus_to_exitcode(statuses[shell])
+        deadline = time.monotonic() + DRAIN_GRACE_S
+        while time.monotonic() < deadline and descendants(me):
+            reap(statuses)
+            time.sleep(0.02)
+    except _Stop:
+        report["stopped_early"] = 1
+    except OSError as exc:
+        report["error"] = f"could not start {command[0]}: {exc.strerror or exc}"
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)  # a second request must not interrupt the cleanup
+    reap(statuses)
+    live = descendants(me)
+    leftovers = [f"{name} (pid {pid})" for pid, name in sorted(live.items()) if pid != shell]
+    survivors = list(stop_all(me, statuses).values()) if live else []
+    # Bounded, so the report always fits the pipe (the caller reads it only after we exit).
+    lines = [f"{key}\t{value}" for key, value in report.items() if not isinstance(value, list)]
+    lines += [f"leftover\t{item}" for item in leftovers[:MAX_LISTED]]
+    lines += [f"survivor\t{item}" for item in survivors[:MAX_LISTED]]
+    lines += [f"leftover_count\t{len(leftovers)}", f"survivor_count\t{len(survivors)}"]
+    os.write(report_fd, "\n".join(line.replace("\n", " ") for line in lines).encode()[:60000])
+    os.close(report_fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

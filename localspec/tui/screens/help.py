@@ -1,0 +1,114 @@
+"""The help screen (F1): this app's keys, what every number on the statistics panel means, where files go.
+
+The text is built from plain functions (`help_markdown`) so a test can check it defines every figure the panel
+shows, and the folders are the real ones of this run (LOCALSPEC_HOME moves them all).
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Markdown
+
+KEYS = [
+    ("Enter", "send the message"),
+    ("Ctrl+J", "new line in the message, in every terminal (Shift+Enter and Alt+Enter too where the terminal "
+               "reports them apart from Enter: kitty, WezTerm, foot, Ghostty; in others they send)"),
+    ("paste", "inserts every pasted line into the message; nothing is sent until Enter"),
+    ("Esc, Ctrl+C", "cancel the reply being written; its text so far is kept (Ctrl+C with nothing running "
+                    "only reminds you that Ctrl+Q quits)"),
+    ("F1", "this help"),
+    ("F2", "models: download (p), use (Enter or u), set the default (s)"),
+    ("F3", "settings: config.toml, and this conversation's system prompt, temperature and max tokens"),
+    ("F4", "saved conversations: open (Enter), rename (r), delete (d), search titles (/)"),
+    ("Ctrl+N", "new conversation (the current one stays saved: F4 reopens it)"),
+    ("Ctrl+T", "statistics panel on or off (below 100 columns it folds into a one-line summary)"),
+    ("Ctrl+O", "colour each token by who proposed it (legend in the panel)"),
+    ("Ctrl+Y", "copy the last reply (c copies a focused message)"),
+    ("Ctrl+S", "export the conversation as Markdown or JSON, to a path you choose (default: exports/ in the data "
+               "folder)"),
+    ("Ctrl+P", "command palette: every command, including the approval mode"),
+    ("Ctrl+Q", "quit"),
+]
+
+# Every figure on the statistics panel, in the panel's words: a test checks each label the panel shows is here.
+FIGURES = [
+    ("tokens", "tokens the model wrote this turn (answer and tool calls), and the target passes that wrote them."),
+    ("passes", "forward passes of the target model that emitted at least one token. The first token of a reply "
+               "comes from the pass over the prompt; processing the prompt (prefill) is otherwise not a pass, and a "
+               "last pass that only finds the end of the reply is not counted."),
+    ("tokens / pass", "tokens ÷ passes: 1.00 without speculation, higher when drafted tokens were accepted, never "
+                      "below 1."),
+    ("acceptance", "drafted tokens the target accepted ÷ tokens drafted."),
+    ("tokens / s", "tokens ÷ generation time, from the first token (prompt processing excluded); the sparkline "
+                   "plots it over the turn."),
+    ("est. speedup", "how many times faster than the target model alone: tokens × the measured time of one "
+                     "single-token target pass ÷ the time spent drafting and in target passes. Never above tokens / "
+                     "pass (a batched pass costs at least a single-token one). Below 1.0x speculation costs more "
+                     "than it saves, and the panel says what to try."),
+    ("drafted / accepted", "per drafting source (draft model, schema, history, n-gram): tokens it proposed, and "
+                           "how many the target kept."),
+    ("Session", "the same figures summed over the turns of this conversation (a new conversation restarts them)."),
+]
+
+HEADER = [
+    ("workspace", "the folder the tools read, write and run commands in (--workspace)"),
+    ("tools", "on: the model may call file and shell tools; off: it only answers"),
+    ("approval", "ask: writes and shell commands wait for your yes · read-only: only reading tools run · "
+                 "auto: everything runs (change it in the palette or settings)"),
+]
+
+
+def _table(rows: list[tuple[str, str]], head: tuple[str, str]) -> str:
+    lines = [f"| {head[0]} | {head[1]} |", "|---|---|"]
+    lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
+    return "\n".join(lines)
+
+
+def folders() -> list[tuple[str, str]]:
+    from localspec.models.paths import get_paths
+
+    p = get_paths()
+    return [
+        ("settings", f"`{p.config_file}` (`localspec config show`; LOCALSPEC_<KEY> variables override it)"),
+        ("models", f"`{p.models_dir}` (downloads; `{p.registry_file.name}` lists what is installed)"),
+        ("conversations and history", f"`{p.data_dir}` (saved conversations, transcripts, the tool-call history "
+                                      "that history drafting learns from)"),
+        ("cache", f"`{p.cache_dir}`"),
+        ("logs", f"`{p.log_dir}`"),
+        ("LOCALSPEC_HOME", "set it to keep all of these under one folder"),
+    ]
+
+
+def help_markdown() -> str:
+    return "\n\n".join([
+        "# localspec help  (Esc closes)",
+        "## Keys", _table(KEYS, ("key", "what it does")),
+        "## The statistics panel", _table(FIGURES, ("figure", "what it means")),
+        "## The header", _table(HEADER, ("field", "what it means")),
+        "## Where files go", _table(folders(), ("what", "where")),
+    ])
+
+
+class HelpScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "close", "Back"),
+        Binding("f1", "close", "Back", show=False),
+        Binding("q", "close", "Back", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="help")
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Markdown(help_markdown(), id="help-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()
+
+    def action_close(self) -> None:
+        self.dismiss()

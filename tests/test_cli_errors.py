@@ -1,0 +1,113 @@
+"""How the CLI fails: one line by default, the full traceback with LOCALSPEC_DEBUG=1, and quiet on a closed pipe.
+
+The closed-pipe and LocalspecError cases run `python -m localspec` as a user does. The unexpected-exception cases
+call cli.main in-process with one command made to raise: no real command fails that way on purpose, and what is
+under test is the error boundary in cli.main, not the command.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from localspec import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+HINT = "(set LOCALSPEC_DEBUG=1 to see the traceback)"
+
+
+def env_for(home: Path, **extra: str) -> dict:
+    # PYTHONUNBUFFERED (set on some CI machines) would hide the closed-pipe case: a user's stdout is buffered.
+    env = {k: v for k, v in os.environ.items() if k not in ("LOCALSPEC_DEBUG", "PYTHONUNBUFFERED")}
+    env.update(LOCALSPEC_HOME=str(home), HF_HUB_OFFLINE="1",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **extra)
+    return env
+
+
+def localspec(*args: str, home: Path, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "localspec", *args], cwd=ROOT, env=env_for(home, **extra),
+                          capture_output=True, text=True, timeout=120)
+
+
+# -- a LocalspecError: one line, or the traceback too under LOCALSPEC_DEBUG --------------------------------------
+BAD_SET = ("config", "set", "sampling.temperature", "warm")
+
+
+def test_user_error_is_one_line(tmp_path):
+    proc = localspec(*BAD_SET, home=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: config: sampling.temperature:") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["1", "true"])
+def test_user_error_with_debug_shows_the_traceback(tmp_path, value):
+    proc = localspec(*BAD_SET, home=tmp_path, LOCALSPEC_DEBUG=value)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert any("ConfigError" in line for line in lines[1:-1])
+    assert lines[-1].startswith("error: config: sampling.temperature:")  # the one line still comes last
+
+
+def test_debug_set_to_zero_is_off(tmp_path):
+    proc = localspec(*BAD_SET, home=tmp_path, LOCALSPEC_DEBUG="0")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+
+
+# -- an unexpected exception (a bug) -----------------------------------------------------------------------------
+@pytest.fixture
+def broken_doctor(monkeypatch):
+    from localspec.commands import doctor
+
+    def collect():
+        raise RuntimeError("boom in collect")
+
+    monkeypatch.setattr(doctor, "collect", collect)
+
+
+def test_unexpected_error_is_one_line_with_a_hint(broken_doctor, monkeypatch, capsys):
+    monkeypatch.delenv("LOCALSPEC_DEBUG", raising=False)
+    assert cli.main(["doctor"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: unexpected RuntimeError: boom in collect {HINT}\n"
+
+
+def test_unexpected_error_with_debug_shows_the_traceback(broken_doctor, monkeypatch, capsys):
+    monkeypatch.setenv("LOCALSPEC_DEBUG", "1")
+    assert cli.main(["doctor"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert "RuntimeError: boom in collect" in lines[-2]
+    assert lines[-1] == "error: unexpected RuntimeError: boom in collect"
+
+
+# -- a reader that goes away: `localspec models --json | head` ----------------------------------------------------
+@pytest.mark.parametrize("args", [("models", "--json"), ("models",), ("config", "show", "--json")])
+def test_closed_pipe_is_quiet_and_exits_0(tmp_path, args):
+    """stdout is a real pipe whose read end is already closed (as after `head` exits): every write fails with
+    EPIPE. Without care Python prints "Exception ignored ... BrokenPipeError" at exit and exits 120 (small outputs
+    fail only when the buffer is flushed at exit, outside any handler)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "localspec", *args], cwd=ROOT,
+                              env=env_for(tmp_path), stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+
+
+def test_pipe_into_head(tmp_path):
+    """The shell pipeline itself: whichever way the race between writer and `head` goes, no noise and exit 0."""
+    cmd = f"set -o pipefail; {sys.executable} -m localspec models --json | head -n 1"
+    proc = subprocess.run(["bash", "-c", cmd], cwd=ROOT, env=env_for(tmp_path), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "{\n" and proc.stderr == ""

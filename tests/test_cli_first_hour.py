@@ -1,0 +1,175 @@
+"""What a new user meets on the command line (issue 18): the demo pair, one set of sampling defaults for every
+entry point, a chat template for GGUFs without one (and the warning when ChatML stands in), and vocabulary types
+named in compatibility errors. Real llama.cpp on real GGUF files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from localspec.errors import IncompatibleDraftError
+from localspec.models.config import Settings, load_config, set_config_value
+from localspec.models.resolve import DEMO, demo_model_path
+from tests.hub_server import home  # noqa: F401  (fixture)
+from tests.hub_server import run_cli as run
+
+needs_demo = pytest.mark.skipif(demo_model_path() is None, reason="needs the packaged demo model (localspec[demo])")
+
+# A template that renders differently from ChatML, so a test can see which one was used.
+PLAIN_TEMPLATE = ("{% for m in messages %}{{ m.role | upper }}: {{ m.content }}\n{% endfor %}"
+                  "{% if add_generation_prompt %}ASSISTANT:{% endif %}")
+
+
+# ---- the demo pair ---------------------------------------------------------------------------------------------
+
+@needs_demo
+def test_models_lists_the_demo_pair(home, capsys):  # noqa: F811
+    assert run("models") == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.split()[:1] == [DEMO] or x[2:].startswith(DEMO))
+    assert "installed" in line and "SmolLM2" in line
+    assert run("models", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["demo"]["name"] == DEMO and data["demo"]["state"] == "installed" and not data["demo"]["default"]
+    assert data["demo"]["target"] == str(demo_model_path())
+
+
+@needs_demo
+def test_run_pair_demo_and_demo_as_default(home, capsys):  # noqa: F811
+    assert run("run", "Say hi", "--pair", DEMO, "--max-tokens", "4", "--json") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["target"] == str(demo_model_path()) and out["draft"] is None
+    assert out["stats"]["generated_tokens"] >= 1
+
+    assert run("config", "set", "default_pair", DEMO) == 0
+    assert load_config().default_pair == DEMO
+    capsys.readouterr()
+    assert run("models") == 0
+    out = capsys.readouterr().out
+    assert any(x.startswith("*") and DEMO in x for x in out.splitlines())
+    assert run("run", "Say hi", "--max-tokens", "2", "--json") == 0  # the default pair now
+    assert json.loads(capsys.readouterr().out)["target"] == str(demo_model_path())
+
+
+def test_demo_is_a_reserved_pair_name(home, tiny_pair_paths, capsys):  # noqa: F811
+    assert run("add", DEMO, "--target", tiny_pair_paths[0]) == 1
+    assert "reserved" in capsys.readouterr().err
+
+
+# ---- one set of defaults ---------------------------------------------------------------------------------------
+
+def run_args(*argv: str) -> argparse.Namespace:
+    from localspec.cli import build_parser
+    from localspec.commands.helpers import apply_config
+
+    args = build_parser().parse_args(["run", "hi", *argv])
+    apply_config(args)
+    return args
+
+
+def app_sampling(tmp_path):
+    from localspec.tui.options import AppOptions
+    from localspec.tui.session import ChatSession
+
+    session = ChatSession(AppOptions(workspace=tmp_path, record=False))
+    return session._params(None).sampling
+
+
+@pytest.mark.parametrize("written", [{}, {"sampling.temperature": "0.6", "sampling.top_k": "7"}])
+def test_run_the_app_and_config_show_use_the_same_defaults(home, tmp_path, capsys, written):  # noqa: F811
+    for key, value in written.items():
+        set_config_value(key, value)
+    capsys.readouterr()
+    assert run("config", "show", "--json") == 0
+    shown = json.loads(capsys.readouterr().out)["sampling"]
+    args = run_args()
+    app = app_sampling(tmp_path)
+    for name in ("temperature", "top_k", "top_p", "min_p"):
+        assert shown[name] == getattr(args, name) == getattr(app, name), name
+    if not written:
+        assert shown["temperature"] == 0.0 == Settings().sampling.temperature  # greedy unless the user says
+    else:
+        assert (shown["temperature"], shown["top_k"]) == (0.6, 7)
+    assert run_args("--temperature", "0.3").temperature == 0.3  # a flag still wins
+
+
+# ---- chat templates --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def no_template(tmp_path_factory):
+    from tests.tiny_gguf import write_tiny_llama
+
+    return write_tiny_llama(tmp_path_factory.mktemp("nt") / "no-template.gguf", chat_template=None)
+
+
+def test_a_gguf_without_a_template_warns_and_a_file_replaces_it(home, no_template, tmp_path,  # noqa: F811
+                                                                capsys):
+    assert run("run", "hi", "--target", no_template, "--max-tokens", "2", "--json") == 0
+    captured = capsys.readouterr()
+    assert "no-template.gguf has no chat template: using the ChatML fallback" in captured.err
+    assert "--chat-template FILE" in captured.err
+    chatml_prompt = json.loads(captured.out)["stats"]["prompt_tokens"]
+
+    template = tmp_path / "plain.jinja"
+    template.write_text(PLAIN_TEMPLATE)
+    assert run("run", "hi", "--target", no_template, "--max-tokens", "2", "--json",
+               "--chat-template", template) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    # "USER: hi\nASSISTANT:" is not what ChatML renders
+    assert json.loads(captured.out)["stats"]["prompt_tokens"] != chatml_prompt
+
+    # Per pair in config.toml.
+    assert run("add", "bare", "--target", no_template) == 0
+    assert run("config", "set", "chat_templates.bare", template) == 0
+    assert load_config().chat_templates == {"bare": str(template)}
+    capsys.readouterr()
+    assert run("config", "show") == 0
+    assert f'chat_templates.bare = "{template}"' in capsys.readouterr().out
+    capsys.readouterr()
+    assert run("run", "hi", "--pair", "bare", "--max-tokens", "2", "--json") == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_bad_template_file_is_one_line(home, no_template, tmp_path, capsys):  # noqa: F811
+    bad = tmp_path / "bad.jinja"
+    bad.write_text("{% for m in messages %}{{ m.content }")
+    for path, words in ((tmp_path / "missing.jinja", "file not found"), (bad, "syntax error")):
+        assert run("run", "hi", "--target", no_template, "--max-tokens", "2", "--chat-template", path) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_app_shows_the_fallback_warning(home, no_template, tmp_path):  # noqa: F811
+    from localspec.models.resolve import resolve_selection
+    from localspec.tui.options import AppOptions
+    from localspec.tui.session import ChatSession
+
+    session = ChatSession(AppOptions(workspace=tmp_path, record=False, n_ctx=8192, target=str(no_template)))
+    try:
+        info = session.load(resolve_selection(target=no_template))
+        assert info.warning and "ChatML fallback" in info.warning
+    finally:
+        session.shutdown()
+    template = tmp_path / "plain.jinja"
+    template.write_text(PLAIN_TEMPLATE)
+    session = ChatSession(AppOptions(workspace=tmp_path, record=False, n_ctx=8192, chat_template=str(template)))
+    try:
+        info = session.load(resolve_selection(target=no_template))
+        assert info.warning is None and session._pair.target.chat_template == PLAIN_TEMPLATE
+    finally:
+        session.shutdown()
+
+
+# ---- vocabulary types --------------------------------------------------------------------------------------------
+
+def test_vocabulary_types_are_named(smollm2, tiny_pair_paths):
+    from localspec.runtime.compat import check_draft_compat
+
+    with pytest.raises(IncompatibleDraftError) as err:
+        check_draft_compat(smollm2, tiny_pair_paths[0])
+    message = str(err.value)
+    assert "vocabulary types differ (draft SentencePiece (SPM), target byte-level BPE)" in message
+    assert "(1 vs 2)" not in message

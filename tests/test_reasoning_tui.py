@@ -1,0 +1,50 @@
+"""The app with a reasoning model (Pilot, real llama.cpp): the thinking shows as a block that folds away when the
+answer starts, with its own token count and speed; Ctrl+R switches thinking off. The model is a scripted GGUF with
+the real Qwen3 template (tests/scripted_gguf.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from localspec.tui.app import LocalspecApp
+from localspec.tui.options import AppOptions
+from localspec.tui.widgets.reasoning import ReasoningBlock, reasoning_title
+from tests.hub_server import home  # noqa: F401  (fixture)
+from tests.scripted_gguf import write_scripted_gguf
+from tests.test_reasoning_e2e import QWEN3_ANSWER
+from tests.test_tui_app import messages, ready, send, wait_for, write_config
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def test_titles():
+    assert reasoning_title(1, None, False) == "Thinking… 1 token"
+    assert reasoning_title(42, 2.0, True) == "Thought for 2.0 s · 42 tokens · 21.0 tok/s"
+
+
+async def test_reasoning_block_folds_when_the_answer_starts(tmp_path, home):  # noqa: F811
+    write_config(home, "[sampling]\ntemperature = 0.0\n")
+    model = write_scripted_gguf(tmp_path / "qwen3.gguf", "qwen3", QWEN3_ANSWER)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    app = LocalspecApp(AppOptions(target=str(model), workspace=ws, max_tokens=40, n_ctx=4096))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "hi")
+        await wait_for(pilot, lambda: not app.chat.busy, what="the reply")
+        blocks = list(app.chat.query(ReasoningBlock))
+        assert len(blocks) == 1
+        block = blocks[0]
+        assert block.text == "what is it" and block.done and block.collapsed
+        assert block.title.startswith("Thought") and "tok/s" in block.title and block.tokens > 0
+        assert messages(app, "assistant")[-1].text == "hello world"
+        assert app.session.history[-1] == {"role": "assistant", "content": "hello world",
+                                           "reasoning_content": "what is it"}
+        assert app.session.thinking
+        await pilot.press("ctrl+r")
+        assert not app.session.thinking and not app.session._agent.thinking

@@ -1,0 +1,180 @@
+"""The app as a person uses it, driven with Pilot on real tiny GGUF models: multi-line input and paste, Ctrl+C,
+the help screen, the header, the narrow layout, this conversation's settings, and the token-limit note."""
+
+from __future__ import annotations
+
+import pytest
+from textual import events
+
+from localspec.tui.screens.help import HelpScreen
+from localspec.tui.screens.settings import SettingsScreen
+from localspec.tui.widgets.prompt_input import PromptInput
+from localspec.tui.widgets.stats import StatsPanel
+from tests.hub_server import home  # noqa: F401  (fixture)
+from tests.test_tui_app import (GREEDY, SIZE, chat_pair, make_app, messages, plain, ready, send,  # noqa: F401
+                                wait_for, write_config)
+
+pytestmark = pytest.mark.anyio
+
+PASTED = "\n".join(f"line {i}: some text" for i in range(1, 43))  # the 42-line paste of the report
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+async def test_paste_keeps_every_line_and_enter_sends(chat_pair, workspace, home):  # noqa: F811
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, max_tokens=5)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        prompt = app.chat.query_one(PromptInput)
+        assert app.focused is prompt
+        app.post_message(events.Paste(PASTED))  # what a terminal's bracketed paste delivers
+        await wait_for(pilot, lambda: prompt.text == PASTED, 5, "the pasted text")
+        await pilot.pause(0.1)
+        assert not messages(app, "user") and not app.chat.busy  # nothing sent by the paste's newlines
+        assert 3 <= prompt.size.height <= 8  # grew to a few lines, then scrolls
+        assert prompt.max_scroll_y > 0
+
+        # Ctrl+J (and Shift+Enter / Alt+Enter) insert a new line; typed text goes where the cursor is.
+        await pilot.press("ctrl+j", "e", "n", "d")
+        await pilot.press("shift+enter", "alt+enter", "x")
+        assert prompt.text == PASTED + "\nend\n\nx"
+        assert not messages(app, "user")
+
+        app.simulate_key("enter")
+        await wait_for(pilot, lambda: messages(app, "user"), 5, "the message to be sent")
+        assert messages(app, "user")[0].text == PASTED + "\nend\n\nx"
+        assert prompt.text == ""
+        await wait_for(pilot, lambda: not app.chat.busy, what="the reply")
+        user_turns = [m for m in app.session.history if m["role"] == "user"]
+        assert user_turns[-1]["content"] == PASTED + "\nend\n\nx"
+
+
+async def test_ctrl_c_cancels_a_reply_and_otherwise_hints_at_quit(chat_pair, workspace, home):  # noqa: F811
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, max_tokens=4000)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.clear_notifications()
+        await pilot.press("ctrl+c")  # nothing running: Textual's hint, and the app keeps running
+        await pilot.pause(0.1)
+        assert any("ctrl+q" in str(n.message).lower() for n in app._notifications)
+        assert app.is_running
+
+        await send(pilot, "write a long story")
+        await wait_for(pilot, lambda: messages(app, "assistant") and len(messages(app, "assistant")[-1].text) > 10,
+                       what="some streamed text")
+        app.simulate_key("ctrl+c")
+        await wait_for(pilot, lambda: not app.chat.busy, 10, "the cancelled turn")
+        assert app.chat.query_one(StatsPanel).view.finish_reason == "cancelled"
+        assert any("cancelled" in m.text for m in messages(app, "note"))
+        assert messages(app, "assistant")[-1].text  # the text so far is kept
+
+
+async def test_f1_help_header_and_approval_mode(chat_pair, workspace, home):  # noqa: F811
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        header = plain(app.chat.query_one("#where"))
+        assert "ws" in header and "tools on" in header and "approval ask" in header
+        app._set_mode("auto")
+        assert "approval auto" in plain(app.chat.query_one("#where"))
+
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 5, "the help screen")
+        shown = app.screen.query_one("#help-text").source
+        for words in ("Ctrl+J", "est. speedup", "tokens / pass", "prefill", "config.toml", str(home)):
+            assert words in shown
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.chat, 5, "the chat")
+
+
+async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair, workspace, home):  # noqa: F811
+    from textual.widgets._footer import FooterKey
+
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, max_tokens=20)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        panel, line = app.chat.query_one(StatsPanel), app.chat.query_one("#stats-line")
+        assert not panel.display and line.display
+        await pilot.pause(0.2)
+        visible = {k.key for k in app.screen.query(FooterKey)
+                   if k.region.width and k.region.right <= 80}
+        assert {"f1", "f2", "f3", "ctrl+q"} <= visible, visible
+        hidden = [k for k in app.screen.query(FooterKey) if k.region.right > 80]
+        assert not hidden, [k.key for k in hidden]  # nothing cut at the edge
+
+        await send(pilot, "hi")
+        await wait_for(pilot, lambda: not app.chat.busy, what="the reply")
+        assert "20 tok" in plain(line) and "tok/pass" in plain(line)
+
+        await pilot.press("ctrl+t")  # the full panel on demand, even when narrow
+        assert panel.display and not line.display
+        await pilot.press("ctrl+o")  # keys not in the narrow footer still work
+        assert app.chat.origins
+
+        await pilot.resize_terminal(130, 40)
+        await pilot.pause(0.2)
+        await pilot.press("ctrl+t")
+        assert not panel.display and line.display
+        await pilot.press("ctrl+t")
+        assert panel.display and not line.display
+
+
+async def test_wide_terminal_shows_the_panel(chat_pair, workspace, home):  # noqa: F811
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        assert app.chat.query_one(StatsPanel).display and not app.chat.query_one("#stats-line").display
+
+
+async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspace, home):  # noqa: F811
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, max_tokens=6)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hi")
+        await wait_for(pilot, lambda: not app.chat.busy, what="the reply")
+        note = messages(app, "note")[-1].text
+        assert "stopped at the token limit (6 tokens)" in note and "max tokens" in note
+
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen), 5, "the settings screen")
+        screen = app.screen
+        assert screen.query_one("#conv-system").text.startswith(app.session.system_prompt[:20])
+        screen.query_one("#conv-max-tokens").value = "lots"
+        await pilot.press("ctrl+s")
+        assert "max tokens" in plain(screen.query_one("#settings-error"))
+        screen.query_one("#conv-system").load_text("You answer in French.")
+        screen.query_one("#conv-temperature").value = "0.4"
+        screen.query_one("#conv-max-tokens").value = "9"
+        help_text = plain(screen.query_one("#cfg-drafters-ngram").parent.query_one(".help"))
+        assert "copied from the context" in help_text  # drafter switches are described
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is app.chat, 5, "the chat")
+        assert app.session.history[0] == {"role": "system", "content": "You answer in French."}
+        assert app.session.max_tokens == 9 and app.session.temperature == 0.4
+        saved = (home / "config" / "config.toml").read_text()
+        assert "French" not in saved and "0.4" not in saved  # the conversation's values stay out of the file
+
+        await send(pilot, "again")
+        await wait_for(pilot, lambda: not app.chat.busy, what="the second reply")
+        assert app.chat.query_one(StatsPanel).view.generated == 9
+        assert "(9 tokens)" in messages(app, "note")[-1].text
+
+        await pilot.press("ctrl+n")  # a new conversation starts from the defaults
+        await pilot.pause(0.1)
+        assert app.session.max_tokens == 6 and app.session.temperature is None

@@ -1,0 +1,100 @@
+"""The statistics panel's numbers (fast table tests): tokens per pass, the speedup estimate, the slow-speculation
+hint, the one-line summary, and the help screen defining every figure the panel shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from localspec.speculative.stats import Stats, estimate_speedup, tokens_per_pass
+from localspec.tui.livestats import SessionView, StatsView, slow_hint, summary_line
+
+
+@pytest.mark.parametrize("tokens, passes, decoding_s, single_s, expected", [
+    (100, 100, 1.0, 0.01, 1.0),  # target alone: one token per pass, as fast as itself
+    (145, 100, 1.0, 0.01, 1.45),  # 1.45 tokens/pass with cheap drafting and verify passes that cost one token's pass
+    (145, 100, 1.45, 0.01, 1.0),  # the same, but drafting and wider passes ate the gain: honestly 1.00x
+    (105, 100, 0.5, 0.01, 1.05),  # a single-token cost measured on a cold machine would say 2.1x: capped at 1.05
+    (100, 100, 2.0, 0.01, 0.5),  # an expensive draft model: slower than the target alone
+    (10, 0, 1.0, 0.01, 0.0),  # no pass counted yet: not measured
+    (10, 5, 0.0, 0.01, 0.0),
+    (10, 5, 1.0, 0.0, 0.0),
+])
+def test_estimated_speedup(tokens, passes, decoding_s, single_s, expected):
+    got = estimate_speedup(tokens, passes, decoding_s, single_s)
+    assert got == pytest.approx(expected)
+    assert got <= tokens_per_pass(tokens, passes) + 1e-12  # never more than tokens per pass
+
+
+def test_stats_object_uses_the_same_definitions():
+    s = Stats(generated_tokens=145, target_passes=100, draft_s=0.2, verify_s=1.0, target_token_s=0.01)
+    assert s.mean_accepted_length == pytest.approx(1.45)
+    assert s.estimated_speedup == pytest.approx(145 * 0.01 / 1.2)
+    assert s.to_dict()["estimated_speedup"] == round(s.estimated_speedup, 3)
+
+
+def view(generated=200, speedup=0.7, drafters=None, passes=180):
+    return StatsView(generated=generated, drafted=100, accepted=20, target_passes=passes, acceptance_rate=0.2,
+                     mean_accepted_length=generated / passes, tokens_per_second=12.5, estimated_speedup=speedup,
+                     drafters=drafters or {"model": (100, 20)})
+
+
+def test_slow_hint_after_a_while_below_one():
+    hint = slow_hint(view())
+    assert hint and "0.70x" in hint and "draft model" in hint and "slower than the target alone" in hint
+    assert "drafters" in slow_hint(view(drafters={"ngram": (10, 1)}))
+    assert slow_hint(view(generated=20, passes=19)) is None  # too few tokens to judge
+    assert slow_hint(view(speedup=1.2)) is None
+    assert slow_hint(view(speedup=0.0)) is None  # not measured is not slow
+    assert slow_hint(None) is None
+
+
+def test_summary_line_holds_the_main_figures():
+    line = summary_line(view(speedup=1.5, generated=270))
+    for part in ("270 tok", "12.5 tok/s", "1.50 tok/pass", "20% accepted", "est. 1.50x", "^t panel"):
+        assert part in line
+    assert "slower" in summary_line(view())
+    assert "no generation yet" in summary_line(None)
+
+
+def test_help_defines_every_figure_on_the_panel():
+    from localspec.tui.screens.help import FIGURES, KEYS, help_markdown
+    from localspec.tui.widgets.stats import totals_table, turn_table
+
+    defined = {name for name, _ in FIGURES}
+    labels = set()
+    for table in (turn_table(view()), totals_table(SessionView())):
+        labels |= {str(c) for c in table.columns[0]._cells}
+    labels -= {"finished", "turns"}  # words, not numbers
+    assert labels <= defined | {"tokens"}, labels - defined
+    assert {"est. speedup", "tokens / pass", "passes", "acceptance", "tokens / s"} <= defined
+    keys = {k for k, _ in KEYS}
+    for key in ("Enter", "Ctrl+J", "F1", "F2", "F3", "Ctrl+Q", "Ctrl+T", "Esc, Ctrl+C"):
+        assert key in keys
+    text = help_markdown()
+    assert "config.toml" in text and "Where files go" in text and "approval" in text
+
+
+@pytest.mark.parametrize("drafters", [(), ("ngram",)])
+def test_passes_counted_by_a_real_engine(smollm2, drafters):
+    """A reply that ends by itself: the last pass, which only finds the end, is not a pass; target-only decoding is
+    exactly 1.00 tokens per pass, speculation never below 1 (SmolLM2-135M on llama.cpp)."""
+    from localspec.chat.prompt import chat_prompt_tokens
+    from localspec.runtime.context import ContextSettings
+    from localspec.runtime.pair import load_pair
+    from localspec.speculative.builder import build_engine
+    from localspec.speculative.engine import GenParams
+
+    pair = load_pair(smollm2, ctx=ContextSettings(n_ctx=1024))
+    try:
+        engine = build_engine(pair, use_draft_model=False, drafters=drafters)
+        prompt = chat_prompt_tokens(pair.target, [{"role": "user", "content": "Repeat after me: one two three four"}])
+        got = engine.generate(prompt, GenParams(max_tokens=200))
+    finally:
+        pair.close()
+    s = got.stats
+    assert s.finish_reason == "stop" and s.generated_tokens > 3
+    assert s.mean_accepted_length >= 1.0
+    if not drafters:
+        assert s.target_passes == s.generated_tokens and s.mean_accepted_length == 1.0
+        assert 0 < s.estimated_speedup <= 1.0
+    assert s.estimated_speedup <= s.mean_accepted_length
