@@ -26,10 +26,10 @@ from localspec.bench.suite import load_suite  # noqa: E402
 from localspec.runtime.context import ContextSettings  # noqa: E402
 from localspec.runtime.pair import load_pair  # noqa: E402
 from localspec.speculative.costs import CostModel  # noqa: E402
-from localspec.speculative.draft import Draft, DraftRequest  # noqa: E402
+from localspec.speculative.draft import Draft, Drafter, DraftRequest  # noqa: E402
 
 
-class OracleDrafter:
+class OracleDrafter(Drafter):
     """Drafts the rest of `reference` (the answer after `prompt_len` tokens of prompt) from where the answer so far
     stands in it."""
 

@@ -30,11 +30,12 @@ FORBIDDEN = {
     "chat": ABOVE_AGENT,
     "models": ABOVE_AGENT,
     "conversations": ABOVE_AGENT,  # the saved-conversation store: storage below the agent
+    "mcp": ABOVE_AGENT,  # MCP servers' tools: a tool source for the Toolbox, below the agent
 }
 # runtime/ wraps llama.cpp and may lean on nothing of ours but itself and the error types.
 ONLY_ALLOWED = {"runtime": {"runtime", "errors"}}
 # Third-party packages only one part may import.
-EXCLUSIVE = {"textual": "tui"}
+EXCLUSIVE = {"textual": "tui", "mcp": "mcp", "mcp_types": "mcp", "httpx2": "mcp"}  # mcp: the SDK, only in mcp/
 
 
 @dataclass

@@ -142,6 +142,13 @@ def test_a_bad_template_file_is_one_line(home, no_template, tmp_path, capsys):  
         assert err.startswith("error: ") and words in err and len(err.strip().splitlines()) == 1
 
 
+def test_serve_takes_chat_template_too(home, no_template, tmp_path, capsys):  # noqa: F811
+    pytest.importorskip("fastapi")
+    assert run("serve", "--target", no_template, "--chat-template", tmp_path / "missing.jinja") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: chat template") and "file not found" in err
+
+
 def test_app_shows_the_fallback_warning(home, no_template, tmp_path):  # noqa: F811
     from localspec.models.resolve import resolve_selection
     from localspec.tui.options import AppOptions

@@ -148,10 +148,9 @@ def test_serve_reasoning_content(models):
         assert all(not (d.model_extra or {}).get("reasoning_content") for d in deltas[first_answer:])
 
 
-@pytest.mark.xfail(strict=True, reason="serve's auto mode starts the constrained call without the trigger in the "
-                   "prompt, and a Qwen tokenizer's `<tool_call>` (a USER_DEFINED token) is then refused by the grammar: "
-                   "the same without reasoning (a qwen2.5 scripted model); the agent loop keeps the trigger token")
 def test_serve_tool_call_after_reasoning(models):
+    """The call continues from the model's own `<tool_call>` token (one USER_DEFINED token in Qwen's tokenizer), as in
+    the agent loop; without reasoning: tests/test_serve_scripted.py."""
     from tests.test_serve_fixtures import client, running_server
 
     tools = [{"type": "function", "function": {"name": "list_dir", "description": "List files",

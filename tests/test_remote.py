@@ -112,8 +112,19 @@ def test_run_command_with_openai_backend(tiny_server, capsys):
 
 def test_remote_errors_are_one_line(tiny_server, capsys):
     url, _ = tiny_server
-    with pytest.raises(RemoteError, match="does not exist"):
-        list(RemoteBackend(url + "/v1", "gpt-4o").stream(HELLO, max_tokens=2))
+    # A request the server refuses (400, an OpenAI error body): the server's own message, its status, one line.
+    # (Any model name is the loaded model, as in llama-server: a hard-coded "gpt-4o" is not an error.)
+    with pytest.raises(RemoteError) as refused:
+        list(RemoteBackend(url + "/v1", "gpt-4o").stream(HELLO, max_tokens=100_000))
+    msg = str(refused.value)
+    assert msg.startswith(url + "/v1/chat/completions: HTTP 400: This model's maximum context length is 512 tokens")
+    assert "\n" not in msg and "Traceback" not in msg
+    with pytest.raises(RemoteError, match=r"HTTP 400: tool_choice names 'nope', which is not in 'tools'$"):
+        list(RemoteBackend(url + "/v1", "tiny").stream(HELLO, tools=TOOLS, max_tokens=2,
+                                                        tool_choice={"type": "function", "function": {"name": "nope"}}))
+    assert main(["run", "hi", "--backend", "openai", "--base-url", url + "/v1", "--max-tokens", "100000"]) == 1
+    err = capsys.readouterr().err
+    assert "HTTP 400: This model's maximum context length is 512 tokens" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(RemoteError, match="cannot reach"):
         RemoteBackend(f"http://127.0.0.1:{free_port()}/v1", "x").complete(HELLO, max_tokens=2)
     assert main(["run", "hi", "--backend", "openai", "--base-url", url + "/v1", "--target", "x.gguf"]) == 1

@@ -138,6 +138,22 @@ BAD = [
      "stream_options.include_usage"),
     ("parallel_tool_calls a string", body(parallel_tool_calls="true"), 400, "parallel_tool_calls"),
     ("model a number", body(model=3), 400, "model"),
+    # The per-request thinking switch (llama-server's and vLLM's names): nothing unknown reaches the template.
+    ("template kwarg unknown", body(chat_template_kwargs={"thinking": False}), 400, "chat_template_kwargs.thinking"),
+    ("template kwarg misspelt", body(chat_template_kwargs={"enable_thinking": False, "enable_thinkng": True}), 400,
+     "chat_template_kwargs.enable_thinkng"),
+    ("template kwarg named like a template global", body(chat_template_kwargs={"raise_exception": 1}), 400,
+     "chat_template_kwargs.raise_exception"),
+    ("template kwarg with a huge name", body(chat_template_kwargs={"k" * 100_000: 1}), 400,
+     "chat_template_kwargs." + "k" * 179),
+    ("enable_thinking a string", body(chat_template_kwargs={"enable_thinking": "false"}), 400,
+     "chat_template_kwargs.enable_thinking"),
+    ("enable_thinking a number", body(chat_template_kwargs={"enable_thinking": 0}), 400,
+     "chat_template_kwargs.enable_thinking"),
+    ("chat_template_kwargs a list", body(chat_template_kwargs=[{"enable_thinking": False}]), 400,
+     "chat_template_kwargs"),
+    ("reasoning_format unknown", body(reasoning_format="raw"), 400, "reasoning_format"),
+    ("reasoning_format a boolean", body(reasoning_format=False), 400, "reasoning_format"),
     ("body an array", [1, 2], 400, None),
     ("body a string", "hello", 400, None),
     ("body null", None, 400, None),
@@ -175,7 +191,8 @@ def test_every_field_with_every_json_type_is_never_a_500(tiny_server):
     cases = [{**base, key: v} for key in ("model", "messages", "max_tokens", "max_completion_tokens",
                                           "temperature", "top_p", "seed", "stop", "stream", "stream_options",
                                           "tools", "tool_choice", "parallel_tool_calls", "response_format", "n",
-                                          "logprobs") for v in VALUES]
+                                          "logprobs", "chat_template_kwargs", "reasoning_format") for v in VALUES]
+    cases += [{**base, "chat_template_kwargs": {"enable_thinking": v}} for v in VALUES]
     message = {"role": "assistant", "content": "x", "name": "n", "tool_call_id": "c",
                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
     for key in ("role", "content", "name", "tool_call_id", "tool_calls", "reasoning_content"):

@@ -13,7 +13,7 @@ from localspec.models.resolve import DEMO, demo_model_path
 from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
 from localspec.tui.screens.models import ModelsScreen
-from tests.hub_server import catalog_toml, home, hub, tiny_hub  # noqa: F401  (fixtures)
+from tests.hub_server import home, hub, tiny_hub  # noqa: F401  (fixtures)
 from tests.test_tui_app import SIZE, plain, wait_for
 
 pytestmark = [pytest.mark.anyio,

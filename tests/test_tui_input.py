@@ -98,6 +98,8 @@ async def test_f1_help_header_and_approval_mode(chat_pair, workspace, home):  # 
             assert words in shown
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is app.chat, 5, "the chat")
+        keys = [c for c in app.get_system_commands(app.screen) if c.title == "Keys"]
+        assert len(keys) == 1 and keys[0].callback == app.action_help  # the palette's "Keys" is this help
 
 
 async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair, workspace, home):  # noqa: F811
@@ -142,7 +144,7 @@ async def test_wide_terminal_shows_the_panel(chat_pair, workspace, home):  # noq
 
 
 async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspace, home):  # noqa: F811
-    write_config(home, GREEDY)
+    write_config(home, GREEDY + '[chat_templates]\nsome-pair = "/templates/some.jinja"\n')
     app = make_app(chat_pair, workspace, max_tokens=6)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -169,6 +171,7 @@ async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspa
         assert app.session.max_tokens == 9 and app.session.temperature == 0.4
         saved = (home / "config" / "config.toml").read_text()
         assert "French" not in saved and "0.4" not in saved  # the conversation's values stay out of the file
+        assert 'some-pair = "/templates/some.jinja"' in saved  # a table without form fields is kept
 
         await send(pilot, "again")
         await wait_for(pilot, lambda: not app.chat.busy, what="the second reply")
@@ -178,3 +181,44 @@ async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspa
         await pilot.press("ctrl+n")  # a new conversation starts from the defaults
         await pilot.pause(0.1)
         assert app.session.max_tokens == 6 and app.session.temperature is None
+
+
+async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair, workspace, home):  # noqa: F811
+    """The one-line summary and a multi-line prompt must not slow the UI while a reply streams (< 50 ms)."""
+    from tests.test_tui_app import STALL_LIMIT_S, MODEL_ONLY, StallMonitor
+
+    write_config(home, MODEL_ONLY)
+    app = make_app(chat_pair, workspace, max_tokens=240)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        idle = StallMonitor(app)
+        idle.start()
+        await pilot.pause(1.0)
+        idle.stop()
+        monitor = StallMonitor(app)
+        monitor.start()
+        await send(pilot, "hello\nthere\nthree lines")
+        app.chat.query_one(PromptInput).value = "typing the next\nmessage meanwhile"
+        while app.chat.busy:
+            await pilot.pause(0.02)
+        monitor.stop()
+        assert "240 tok" in plain(app.chat.query_one("#stats-line"))
+        print(f"\nnarrow: longest stall {monitor.worst * 1000:.1f} ms (idle {idle.worst * 1000:.1f} ms)")
+        assert monitor.ticks > 20
+        if monitor.worst >= STALL_LIMIT_S and idle.worst >= STALL_LIMIT_S / 2:
+            pytest.skip(f"machine too busy to measure UI stalls: idle {idle.worst * 1000:.0f} ms")
+        assert monitor.worst < STALL_LIMIT_S
+
+
+async def test_the_chat_warns_when_chatml_stands_in(workspace, home, tmp_path):  # noqa: F811
+    from localspec.tui.app import LocalspecApp
+    from localspec.tui.options import AppOptions
+    from tests.tiny_gguf import write_tiny_llama
+
+    bare = write_tiny_llama(tmp_path / "bare.gguf", n_ctx_train=8192, chat_template=None)
+    app = LocalspecApp(AppOptions(target=str(bare), workspace=workspace, max_tokens=5, n_ctx=8192, record=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await wait_for(pilot, lambda: messages(app, "note"), 5, "the warning")
+        note = messages(app, "note")[0].text
+        assert "bare.gguf has no chat template: using the ChatML fallback" in note and "--chat-template" in note

@@ -105,6 +105,7 @@ async def test_ctrl_n_starts_a_new_conversation_and_restarts_the_totals(chat_pai
     app = make_app(chat_pair, tmp_path, max_tokens=8)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
+        app.session.set_conversation_settings(system_prompt="Answer briefly.", temperature=0.0, max_tokens=6)
         await send(pilot, "first question")
         await wait_for(pilot, lambda: not app.chat.busy, what="the turn")
         first = app.session.conversation_id
@@ -120,6 +121,13 @@ async def test_ctrl_n_starts_a_new_conversation_and_restarts_the_totals(chat_pai
         assert second not in (None, first) and app.session.totals.turns == 1
         with store_of(home) as store:
             assert [c.title for c in store.list()] == ["second question", "first question"]
+            assert store.get(first).system == "Answer briefly."
+
+        # Reopening the first brings back its own system prompt, temperature and token limit.
+        assert app.session.max_tokens == 8 and app.session.temperature is None  # Ctrl+N: the defaults
+        assert app.open_conversation(first)
+        assert app.session.system_prompt == "Answer briefly." and app.session.max_tokens == 6
+        assert app.session.temperature == 0.0
 
 
 async def test_sessions_screen_searches_renames_deletes_and_opens(chat_pair, tmp_path, home):

@@ -18,6 +18,7 @@ from localspec.commands.helpers import engine_from_args, gen_params, load_from_a
 from localspec.commands.tools import add_mcp_arg, start_mcp
 from localspec.conversations import find_saved
 from localspec.errors import ConfigError
+from localspec.tools.display import arguments_line, safe_text
 
 APPROVE_MODES = ("ask", "auto", "never")
 
@@ -86,14 +87,15 @@ class _Printer:
         if kind != "text" or ev.kind != "reasoning":
             self.thoughts.end()
         if kind == "text" and ev.kind == "text":
-            sys.stdout.write(ev.text)
+            sys.stdout.write(safe_text(ev.text, newlines=True))  # text from files the model read: no escapes
             sys.stdout.flush()
             self.at_line_start = ev.text.endswith("\n")
         elif kind == "tool_call":
-            self._err(f"-> {ev.name} {json.dumps(ev.arguments, ensure_ascii=False)}")
+            self._err(f"-> {safe_text(ev.name, 100)} {arguments_line(ev.arguments)}")
         elif kind == "tool_result":
             r = ev.result
-            self._err(f"<- {ev.name}: " + (f"ok ({len(r.content)} chars)" if r.ok else f"error: {r.error}"))
+            self._err(f"<- {safe_text(ev.name, 100)}: " + (f"ok ({len(r.content)} chars)" if r.ok
+                                                          else f"error: {safe_text(r.error or '', 2000)}"))
         elif kind == "notice":
             self._err(f"note: {ev.message}")
         elif kind == "stats":

@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from .config import ServerConfig
-from .errors import describe
+from .errors import ServerExited, describe
 from .loop import LoopThread
-from .procs import MARKER, stop_marked
+from .procs import MARKER, marked, stop_marked
 
 # States of a server during a session.
 STARTING, RUNNING, FAILED, STOPPED, OFF = "starting", "running", "failed", "stopped", "off"
 MAX_TOOLS = 256  # a server listing more is cut here (the model could not use them all anyway)
 MAX_PAGES = 32
+WATCH_S = 2.0  # how often a running stdio server's processes are looked for
+PROC = Path("/proc")
 
 StateListener = Callable[["Connection"], None]
 
@@ -122,7 +124,7 @@ class Connection:
                 self._client = client
                 self._set(RUNNING, None)
                 ready.set_result(None)
-                await self._stop.wait()
+                await self._watch()
             self._client = None
             if self.state == RUNNING:
                 self._set(STOPPED, None)
@@ -141,6 +143,19 @@ class Connection:
         finally:
             if not ready.done():
                 ready.set_result(None)
+
+    async def _watch(self) -> None:
+        """Until stopped. The SDK notices a stdio server that exits only at the next request; looking for its
+        processes (Linux) every few seconds makes that a notice now, and takes its tools off the list."""
+        while not self._stop.is_set():
+            try:
+                await asyncio.wait_for(self._stop.wait(), WATCH_S)
+            except asyncio.TimeoutError:
+                if self.config.command is not None and PROC.is_dir() and not await asyncio.to_thread(self._alive):
+                    raise ServerExited("the server process exited")
+
+    def _alive(self) -> bool:
+        return bool(marked(self._token))
 
     async def _client_for(self, stack: contextlib.AsyncExitStack):
         from mcp import Client, StdioServerParameters

@@ -8,6 +8,10 @@ from localspec.tools.result import one_line
 _MAX = 300
 
 
+class ServerExited(Exception):
+    """A stdio server's processes are gone while the session still uses it."""
+
+
 def leaf(exc: BaseException) -> BaseException:
     """The first real exception inside (nested) exception groups and `raise ... from` chains of wrappers."""
     seen = 0
@@ -32,6 +36,8 @@ def describe(exc: BaseException, stderr_tail: str = "") -> str:
 def _text(exc: BaseException) -> str:
     from mcp.shared.exceptions import MCPError
 
+    if isinstance(exc, ServerExited):
+        return str(exc)
     if isinstance(exc, MCPError):
         if exc.message.lower() == "connection closed":
             return "the server closed the connection"

@@ -69,6 +69,7 @@ class McpTools:
         self._defs: list[ToolDef] | None = None  # cache; cleared whenever a server's state changes
         self._reserved: frozenset[str] = frozenset()
         self._skipped: dict[str, list[str]] = {}
+        self._told: set[str] = set()  # notices already given (a rebuilt tool list must not repeat them)
         self._closed = False
         _live.add(self)
 
@@ -191,6 +192,11 @@ class McpTools:
             else:
                 self.on_notice(f"MCP server {conn.name!r} failed to start: {error}; its tools are not available")
 
+    def _tell_once(self, message: str) -> None:
+        if message not in self._told and self.on_notice is not None:
+            self._told.add(message)
+            self.on_notice(message)
+
     def _invalidate(self) -> None:
         with self._lock:
             self._defs = None
@@ -204,6 +210,7 @@ class McpTools:
                 schema, why = clean_schema(tool.input_schema)
                 if schema is None:
                     self._skipped.setdefault(conn.name, []).append(f"{tool.name}: {why}")
+                    self._tell_once(f"MCP server {conn.name!r}: tool {tool.name!r} left out: {why}")
                     continue
                 usable.append((conn, tool, schema))
         listing: dict[str, list[str]] = {}

@@ -3,6 +3,7 @@ so that no body makes the server run out of memory or stack (a RecursionError wo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from localspec.serve.errors import APIError, bad_request
 
 MAX_BODY_BYTES = 32 << 20  # a full 128k-token conversation is ~1 MB of JSON
+MAX_BODY_SECONDS = 60.0  # 32 MiB at about 0.5 MiB/s; loopback clients send a body in milliseconds
 MAX_DEPTH = 64  # objects and arrays inside each other; JSON Schemas in requests rarely pass 20
 
 
@@ -18,9 +20,19 @@ def too_large() -> APIError:
 
 
 async def read_body(request) -> bytes:
+    """The whole body, within MAX_BODY_BYTES (declared or chunked) and MAX_BODY_SECONDS: a client that trickles
+    a byte at a time (slowloris) would otherwise hold its connection and handler open for ever."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise too_large()
+    try:
+        return await asyncio.wait_for(_read(request), MAX_BODY_SECONDS)
+    except asyncio.TimeoutError:
+        raise APIError(408, f"The request body did not arrive within {MAX_BODY_SECONDS:g} seconds.",
+                       code="request_timeout") from None
+
+
+async def _read(request) -> bytes:
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)

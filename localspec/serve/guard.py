@@ -35,7 +35,7 @@ def is_loopback_host(host: str) -> bool:
 
 
 def _is_port(text: str) -> bool:
-    return text.startswith(":") and text[1:].isdigit() and len(text) <= 6
+    return text.startswith(":") and text[1:].isascii() and text[1:].isdigit() and len(text) <= 6
 
 
 def is_loopback_origin(origin: str) -> bool:

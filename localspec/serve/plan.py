@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
+from localspec.agent.calls import call_grammar
 from localspec.chat.formats import ToolCallFormat
 from localspec.chat import reasoning as think
 from localspec.chat.prompt import chat_prompt_tokens
@@ -16,7 +17,7 @@ from localspec.errors import ConfigError
 from localspec.serve.errors import bad_request
 from localspec.serve.schemas import ChatRequest
 from localspec.speculative.engine import GenParams
-from localspec.speculative.grammar import JSON_OPTIONS, check_grammar, json_schema_grammar, tool_call_grammar, tools_schema
+from localspec.speculative.grammar import JSON_OPTIONS, check_grammar, json_schema_grammar, tools_schema
 
 # How the output is produced:
 #   free  - unconstrained text (no tools, or tool_choice "none")
@@ -31,24 +32,42 @@ class Plan:
     params: GenParams
     mode: str
     fmt: ToolCallFormat
-    grammar: str | None = None  # whole-output grammar (calls, json)
-    call_grammar: str | None = None  # the grammar auto mode switches to on the trigger
+    grammar: str | None = None  # whole-output grammar (json)
+    call_grammar: str | None = None  # the call's grammar from its first character (calls; auto on the trigger)
     tools: tuple[dict, ...] = ()
+    parallel: bool = False  # parallel_tool_calls: more calls may follow the first
     reasoning: str = think.OFF  # how a reasoning model's reply starts (chat/reasoning.py prompt states)
+    raw_reasoning: bool = False  # reasoning_format "none": the `<think>` text stays in the content as written
 
 
 def _calls_grammar(tools, fmt: ToolCallFormat, parallel: bool) -> str:
-    return tool_call_grammar(list(tools), prefix=fmt.call_prefix, suffix=fmt.call_suffix, parallel=parallel)
+    # The agent's call grammar: the call that runs may start after part of the prefix (serve/generate.py), and
+    # that grammar is built from the same function.
+    return call_grammar(fmt, list(tools), "", parallel=parallel)
 
 
-def _answer_or_call_grammar(schema: dict | None, tools, fmt: ToolCallFormat) -> str:
+def _prefix_rule(model, fmt: ToolCallFormat) -> list[str]:
+    """Lark for the call prefix. Where the tokenizer has the trigger as a token of its own (Qwen's `<tool_call>`),
+    that token too: a grammar's text never matches a special token, so the model's own way of starting a call
+    would be refused."""
+    if not fmt.call_prefix:
+        return []
+    text = json.dumps(fmt.call_prefix)
+    trigger = fmt.trigger
+    ids = model.tokenize(trigger, add_special=False, parse_special=True) if trigger else []
+    if not (trigger and fmt.call_prefix.startswith(trigger) and len(ids) == 1):
+        return [text]
+    rest = fmt.call_prefix[len(trigger):]
+    return [f"(<[{ids[0]}]>{' ' + json.dumps(rest) if rest else ''} | {text})"]
+
+
+def _answer_or_call_grammar(model, schema: dict | None, tools, fmt: ToolCallFormat) -> str:
     """Lark grammar: a JSON answer under `schema`, or one tool call in the model's format."""
     from llguidance import LLMatcher
 
     answer = {**(schema if schema is not None else {"type": "object"}), "x-guidance": {**JSON_OPTIONS,
                                                                                        "lenient": True}}
-    call = " ".join(([json.dumps(fmt.call_prefix)] if fmt.call_prefix else []) + ["call"]
-                    + ([json.dumps(fmt.call_suffix)] if fmt.call_suffix else []))
+    call = " ".join(_prefix_rule(model, fmt) + ["call"] + ([json.dumps(fmt.call_suffix)] if fmt.call_suffix else []))
     lark = (f"start: answer | calls\nanswer: %json {json.dumps(answer)}\ncalls: {call}\n"
             f"call: %json {json.dumps(tools_schema(list(tools)))}\n")
     return LLMatcher.grammar_from_lark(lark)
@@ -96,10 +115,12 @@ def _checked(grammar_fn, model, param: str) -> str:
 
 
 def _prompt(model, req: ChatRequest) -> list[int]:
+    template = model.chat_template
     try:
-        # Thinking on, as llama-server has it by default (templates such as DeepSeek-R1's need it said).
-        return chat_prompt_tokens(model, req.messages, req.tools or None,
-                                  template_vars=think.template_vars(model.chat_template, True))
+        # Thinking on unless the request says otherwise, as llama-server has it (templates such as DeepSeek-R1's
+        # need it said); a reasoning template without the switch gets Qwen3's `/no_think`, as in the agent.
+        return chat_prompt_tokens(model, think.no_think(req.messages, template, req.thinking), req.tools or None,
+                                  template_vars=think.template_vars(template, req.thinking))
     except ConfigError as exc:  # the chat template refused the conversation
         raise bad_request(str(exc), "messages") from None
 
@@ -126,8 +147,9 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
     if req.forced_tool:
         tools = tuple(t for t in tools if t["function"]["name"] == req.forced_tool)
     use_tools = bool(tools) and req.tool_choice != "none"  # with "none" the model still sees them in the prompt
-    plan = Plan(prompt, params, "free", fmt, tools=tools if use_tools else (),
-                reasoning=think.reply_state(model, model.chat_template, prompt))
+    plan = Plan(prompt, params, "free", fmt, tools=tools if use_tools else (), parallel=req.parallel_tool_calls,
+                reasoning=think.reply_state(model, model.chat_template, prompt),
+                raw_reasoning=req.reasoning_format == "none")
     if use_tools:
         for i, t in enumerate(req.tools):
             if t in tools:
@@ -137,20 +159,17 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
     if req.response_format is not None:
         schema = req.json_schema
         if use_tools and req.tool_choice == "auto":
-            plan.grammar = _checked(lambda: _answer_or_call_grammar(schema, tools, fmt), model,
+            plan.grammar = _checked(lambda: _answer_or_call_grammar(model, schema, tools, fmt), model,
                                     "response_format.json_schema.schema")
         elif use_tools:  # a call is required: the response format only applies to answers, and there is none
             plan.mode = "calls"
-            plan.grammar = _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
+            plan.call_grammar = _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
             return plan
         else:
             plan.grammar = _checked(lambda: json_schema_grammar(schema), model,
                                     "response_format.json_schema.schema")
         plan.mode = "json"
     elif use_tools:
-        grammar = _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
-        if req.tool_choice == "auto":
-            plan.mode, plan.call_grammar = "auto", grammar
-        else:
-            plan.mode, plan.grammar = "calls", grammar
+        plan.call_grammar = _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
+        plan.mode = "auto" if req.tool_choice == "auto" else "calls"
     return plan

@@ -2,7 +2,8 @@
 
 Types are strict where OpenAI's API is (pydantic strict mode): `"stream": "no"` is not true, `"n": true` is not 1,
 `1.0` is not an integer. Unknown top-level fields are ignored, as OpenAI-compatible servers do (clients send many
-optional extras); message fields we do not use are dropped before the template sees them.
+optional extras); message fields we do not use are dropped before the template sees them. What is passed on to the
+chat template (`chat_template_kwargs`) is the exception: an unknown name there is a 400, not silently nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class ChatRequest:
     tool_choice: str | dict = "auto"  # "auto" | "none" | "required" | {"type": "function", "function": {"name"}}
     parallel_tool_calls: bool = False
     response_format: dict | None = None  # {"type": "json_object"} | {"type": "json_schema", "json_schema": {...}}
+    thinking: bool = True  # chat_template_kwargs.enable_thinking: a reasoning model thinks before it answers
+    reasoning_format: str = "deepseek"  # "deepseek": reasoning as reasoning_content; "none": raw in content
 
     @property
     def forced_tool(self) -> str | None:
@@ -159,6 +162,18 @@ class _StreamOptions(_Strict):
     include_usage: bool | None = None
 
 
+class _TemplateKwargs(_Strict):
+    # llama-server's and vLLM's per-request template variables. Only the thinking switch is passed on: any other
+    # variable would reach the template unchecked, and a misspelt one would silently do nothing.
+    model_config = ConfigDict(strict=True, extra="forbid")
+    enable_thinking: bool | None = None
+
+
+# llama-server's names: "deepseek" puts the reasoning in `reasoning_content` ("auto", llama-server's newer default,
+# means the same here), "none" leaves the raw `<think>` text in `content`.
+REASONING_FORMATS = ("deepseek", "auto", "none")
+
+
 class _Body(_Strict):
     model: str | None = None
     messages: Annotated[list[_Message], Field(min_length=1)]
@@ -176,6 +191,8 @@ class _Body(_Strict):
     response_format: _ResponseFormat | None = None
     n: int | None = None
     logprobs: bool | None = None
+    chat_template_kwargs: _TemplateKwargs | None = None
+    reasoning_format: Literal[REASONING_FORMATS] | None = None  # type: ignore[valid-type]
 
     @field_validator("stop")
     @classmethod
@@ -222,10 +239,17 @@ def _error_message(err: dict) -> str:
     param = param_name(err["loc"])
     if err["type"] == "missing":
         return f"Missing required parameter: '{param}'."
+    if err["type"] == "extra_forbidden":
+        return f"Unrecognized request argument supplied: '{param}' (supported: {_supported(err['loc'])})."
     msg = re.sub(r" or instance of \w+", "", str(err.get("msg", "invalid value")).removeprefix("Value error, "))
     if err["type"].endswith("_type") or err["type"] in ("model_type", "dict_type", "list_type", "literal_error"):
         return f"Invalid type or value for '{param}': {msg} (got {_describe(err.get('input'))})."
     return f"Invalid value for '{param}': {msg}."
+
+
+def _supported(loc: tuple) -> str:
+    model = {"chat_template_kwargs": _TemplateKwargs}.get(loc[0]) if loc else None
+    return ", ".join(model.model_fields) if model else "none"
 
 
 def parse_chat_request(body: Any) -> ChatRequest:
@@ -235,7 +259,7 @@ def parse_chat_request(body: Any) -> ChatRequest:
         b = _Body.model_validate(body)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        param = param_name(err["loc"]) or None
+        param = param_name(err["loc"])[:200] or None  # a key is client text: echo a bounded part of it
         code = "invalid_schema" if param and param.endswith((".parameters", ".schema")) else None
         raise bad_request(_error_message(err)[:500], param, code) from None
     if b.n not in (None, 1):
@@ -263,6 +287,8 @@ def parse_chat_request(body: Any) -> ChatRequest:
         tool_choice=_choice(b.tool_choice, names),
         parallel_tool_calls=b.parallel_tool_calls is True,
         response_format=_format(b.response_format),
+        thinking=not (b.chat_template_kwargs and b.chat_template_kwargs.enable_thinking is False),
+        reasoning_format="none" if b.reasoning_format == "none" else "deepseek",
     )
 
 

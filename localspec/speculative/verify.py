@@ -27,8 +27,8 @@ import numpy as np
 
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import Draft
-from localspec.speculative.sampling import Dist, SamplingParams, constrained_argmax, filtered_dist, masked_argmax
-from localspec.speculative.sampling import residual
+from localspec.speculative.sampling import (Dist, SamplingParams, constrained_argmax, filtered_dist, masked_argmax,
+                                            residual)
 
 Rows = Callable[[int], np.ndarray]  # row index of the verify pass -> the target's logits there
 

@@ -28,20 +28,23 @@ class Safe:
     any_option: bool = False  # no option of this program writes, deletes or runs anything
     positionals: int | None = None  # how many non-option words are allowed; None = any
     numeric: bool = False  # head -20, git log -3
+    # With any_option: options still refused (ls -L follows symlinks out of the workspace when listing -R).
+    forbid_short: str = ""
+    forbid_long: frozenset[str] = frozenset()
 
 
 def _f(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_GREP = Safe(short="EFGPivwxcLlnohHsqrRabIzZUTy", short_values="efmABCdD",
+_GREP = Safe(short="EFGPivwxcLlnohHsqrabIzZUTy", short_values="efmABCdD",
              long=_f("--extended-regexp", "--fixed-strings", "--basic-regexp", "--perl-regexp", "--regexp", "--file",
                      "--ignore-case", "--no-ignore-case", "--word-regexp", "--line-regexp", "--count", "--color",
                      "--colour", "--files-without-match", "--files-with-matches", "--max-count", "--only-matching",
                      "--quiet", "--silent", "--no-messages", "--byte-offset", "--with-filename", "--no-filename",
                      "--label", "--line-number", "--initial-tab", "--null", "--null-data", "--after-context",
                      "--before-context", "--context", "--text", "--binary-files", "--recursive",
-                     "--dereference-recursive", "--include", "--exclude", "--exclude-dir", "--invert-match"))
+                     "--include", "--exclude", "--exclude-dir", "--invert-match"))
 _HEAD = Safe(short="qv", short_values="nc", long=_f("--lines", "--bytes", "--quiet", "--silent", "--verbose"),
              numeric=True)
 _LOG_OPTS = _f("--oneline", "--graph", "--decorate", "--no-decorate", "--all", "--stat", "--shortstat", "--numstat",
@@ -93,40 +96,42 @@ _FIND_SAFE = _f("-name", "-iname", "-type", "-path", "-ipath", "-wholename", "-i
                 "-print0", "-printf", "-not", "-o", "-a", "-and", "-or", "-empty", "-regex", "-iregex",
                 "-regextype", "-perm", "-user", "-group", "-links", "-samefile", "-lname", "-ilname", "-readable",
                 "-writable", "-executable", "-prune", "-depth", "-xdev", "-mount", "-true", "-false", "-ls",
-                "-H", "-L", "-P", "-follow", "-nouser", "-nogroup", "-inum", "-uid", "-gid")
+                "-H", "-P", "-nouser", "-nogroup", "-inum", "-uid", "-gid")
 SAFE: dict[str, Safe] = {
     "echo": Safe(any_option=True),
     "printf": Safe(short="", positionals=None),
     "pwd": Safe(short="LP", positionals=0),
-    "ls": Safe(any_option=True),
+    # Options that follow symlinks while recursing (ls -RL, grep -R, rg -L, find -L, du -L, tree -l, diff -r) are
+    # left out: a symlink inside the workspace would let a remembered command read folders outside it.
+    "ls": Safe(any_option=True, forbid_short="L", forbid_long=_f("--dereference")),
     "cat": Safe(short="AbeEnstTuv", long=_f("--number", "--number-nonblank", "--show-all", "--show-ends",
                                              "--show-tabs", "--squeeze-blank", "--show-nonprinting")),
     "head": _HEAD,
     "tail": _HEAD,
     "wc": Safe(short="lwcmL", long=_f("--lines", "--words", "--bytes", "--chars", "--max-line-length")),
     "grep": _GREP, "egrep": _GREP, "fgrep": _GREP,
-    "rg": Safe(short="nNiIlcwvFSsuLHoqx0.", short_values="egtTABCmM",
+    "rg": Safe(short="nNiIlcwvFSsuHoqx0.", short_values="egtTABCmM",
                long=_f("--line-number", "--no-line-number", "--ignore-case", "--case-sensitive", "--smart-case",
                        "--files-with-matches", "--files-without-match", "--count", "--word-regexp",
-                       "--invert-match", "--fixed-strings", "--hidden", "--no-ignore", "--follow", "--glob",
+                       "--invert-match", "--fixed-strings", "--hidden", "--no-ignore", "--glob",
                        "--iglob", "--type", "--type-not", "--after-context", "--before-context", "--context",
                        "--max-count", "--max-columns", "--max-depth", "--files", "--json", "--no-heading",
                        "--heading", "--with-filename", "--no-filename", "--only-matching", "--quiet", "--regexp",
                        "--multiline", "--sort", "--stats", "--vimgrep", "--color", "--trim", "--type-list",
                        "--line-regexp", "--unrestricted", "--max-filesize")),
-    "du": Safe(short="ahsckmxLbP", short_values="d", long=_f("--human-readable", "--summarize", "--max-depth",
+    "du": Safe(short="ahsckmxbP", short_values="d", long=_f("--human-readable", "--summarize", "--max-depth",
                                                            "--all", "--apparent-size", "--total", "--bytes")),
     "df": Safe(short="hHTikl", long=_f("--human-readable", "--print-type", "--inodes", "--local")),
     "stat": Safe(short="Lt", short_values="c", long=_f("--format", "--dereference", "--terse")),
     "file": Safe(short="bLiz", long=_f("--brief", "--mime", "--mime-type", "--dereference")),
-    "tree": Safe(short="adfiLlpsughDFrtvCJ", short_values="LIP", long=_f("--noreport", "--dirsfirst", "--gitignore")),
+    "tree": Safe(short="adfiLpsughDFrtvCJ", short_values="LIP", long=_f("--noreport", "--dirsfirst", "--gitignore")),
     "which": Safe(short="a"),
     "basename": Safe(short="as", short_values="s"),
     "dirname": Safe(),
     "realpath": Safe(short="esmq", long=_f("--relative-to", "--canonicalize-existing", "--no-symlinks")),
     "readlink": Safe(short="femnq", long=_f("--canonicalize", "--canonicalize-existing")),
-    "diff": Safe(short="uqrNwbBiayst", short_values="UC",
-                 long=_f("--unified", "--brief", "--recursive", "--new-file", "--ignore-all-space",
+    "diff": Safe(short="uqNwbBiayst", short_values="UC",
+                 long=_f("--unified", "--brief", "--new-file", "--ignore-all-space",
                          "--ignore-space-change", "--ignore-blank-lines", "--ignore-case", "--text",
                          "--side-by-side", "--color", "--exclude", "--report-identical-files", "--strip-trailing-cr")),
     "cmp": Safe(short="lsb"),
@@ -188,6 +193,8 @@ def remember(command: str, workspace: Path | str) -> Remember:
         return Remember(None, f"the command {plain.reason}")
     argv = list(plain.argv)
     prog = argv[0]
+    if not prog.isascii():  # "ɡit" (U+0261) or fullwidth "ｇｉｔ" in quotes would be remembered looking like git
+        return Remember(None, f"the program name {prog!r} has non-ASCII characters that can imitate another name")
     root = os.path.realpath(os.fspath(workspace))
     if prog in _SUBCOMMANDS:
         return _remember_subcommand(prog, argv, root)
@@ -254,6 +261,9 @@ def _check(safe: Safe, args: list[str], root: str) -> str:
             only_positional = True
             continue
         if safe.any_option:
+            name = arg.partition("=")[0]
+            if name in safe.forbid_long or (not arg.startswith("--") and set(arg[1:]) & set(safe.forbid_short)):
+                return f"the option {name} is not in the read-only set"
             if _outside(arg, root):
                 return f"the option {arg!r} points outside the workspace"
             continue

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .display import COMMAND_SHOWN_CHARS, hidden_characters
+from .shellparse import ASSIGNMENT as _ASSIGNMENT
 from .shellparse import SHELLS, SimpleCommand, parse, split_wrappers
 
 LOW, MEDIUM, HIGH = "low", "medium", "high"
@@ -45,7 +46,10 @@ class _Ratings:
         return Danger(self.level, tuple(self.reasons))
 
 
-_FORK_BOMB = re.compile(r"([\w:]+)\s*\(\)\s*\{[^}]*\|\s*\1\s*&")
+# A shell function definition: "NAME() {BODY" or "function NAME {BODY". The name must start after a separator, and
+# the body is read at most 4000 characters ahead, so the scan stays linear on a megabyte-long command (a
+# backreference regex such as ([\w:]+)...\1 took minutes on 40,000 characters).
+_FUNCTION = re.compile(r"(?:^|[\s;&|(){}])(?:function\s+)?([^\s;&|(){}<>'\"`$]+)\s*(?:\(\s*\))?\s*\{([^}]{0,4000})")
 _SAFE_DEVICES = {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero",
                  "/dev/random", "/dev/urandom"}
 _INTERPRETERS = SHELLS | {"python", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun",
@@ -57,8 +61,18 @@ _CODE_LETTERS = {"python": "c", "perl": "eE", "ruby": "e", "node": "ep", "nodejs
 _DESTRUCTIVE_CODE = re.compile(
     r"rmtree|unlink|\bremove\s*\(|\brmdir|rm_r|rm_rf|FileUtils|rmSync|rmdirSync|\bsystem\s*\(|\bsystem\b|"
     r"subprocess|Popen|popen|child_process|execSync|spawnSync|\bexec[lv]p?e?\s*\(|os\.exec|qx|shutil\.move|"
-    r"os\.rename|truncate|write_text|write_bytes|\bopen\s*\([^)]*[\"'][wa+]|writeFileSync|\bkill\b|\brm\s+-",
+    r"os\.rename|truncate|write_text|write_bytes|\bfork\b|\bopen\s*\([^)]*[\"'][wa+]|writeFileSync|\bkill\b|\brm\s+-",
     re.IGNORECASE)
+# Variables that make an ordinary program load or run code of the caller's choice.
+_CODE_VARIABLES = {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PROMPT_COMMAND",
+                   "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PERL5OPT", "PERL5LIB", "RUBYOPT", "RUBYLIB",
+                   "NODE_OPTIONS", "NODE_PATH", "PAGER", "EDITOR", "VISUAL", "LESSOPEN", "LESSCLOSE", "SHELLOPTS",
+                   "BASHOPTS", "IFS", "PS4", "MANPAGER", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS"}
+_FIND_FILTERS = {"-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-wholename", "-iwholename", "-empty",
+                 "-newer", "-mtime", "-mmin", "-size", "-perm", "-user", "-inum", "-samefile", "-lname", "-ilname"}
+# Programs that hand a command to a service which runs it outside this call's process tree.
+_DETACH = {"systemd-run", "at", "batch", "launchctl", "daemonize", "start-stop-daemon", "disown", "atd",
+           "dbus-send", "gdbus", "busctl", "loginctl"}
 _NETWORK = {"curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "rsync", "ftp", "telnet",
             "socat", "aria2c", "http", "https"}
 _DISK = {"dd", "mkfs", "mke2fs", "fdisk", "sfdisk", "parted", "wipefs", "shred", "mkswap", "swapoff"}
@@ -82,7 +96,7 @@ def rate_shell(command: str, workspace: Path | str) -> Danger:
         ratings.add(MEDIUM, f"could not fully parse the command ({parsed.error.lower()})")
     if parsed.substitution:
         ratings.add(MEDIUM, "uses command substitution, which can run commands not shown here")
-    if _FORK_BOMB.search(command):
+    if _fork_bomb(command):
         ratings.add(HIGH, "looks like a fork bomb")
     root = os.path.realpath(os.fspath(workspace))
     for cmd in parsed.commands:
@@ -90,10 +104,30 @@ def rate_shell(command: str, workspace: Path | str) -> Danger:
     return ratings.danger()
 
 
-def rate_write(rel: str, *, exists: bool, old_lines: int = 0, new_lines: int = 0, edit: bool = False) -> Danger:
-    """Writes: creating is low, editing low, overwriting medium, overwriting most of a file high."""
+def _fork_bomb(command: str) -> bool:
+    """A function that calls itself in the background or through a pipe (":(){ :|:& };:", "f(){ f & f; }")."""
+    for count, m in enumerate(_FUNCTION.finditer(command)):
+        if count > 200:
+            return True  # hundreds of function definitions in one command: treat as hostile
+        name, body = m.group(1), m.group(2)
+        calls = re.findall(r"(?:^|[\s;&|({])" + re.escape(name) + r"(?=$|[\s;&|)}])", body)
+        if calls and (re.search(r"(?<!&)&(?![&>])", body) or "|" in body):
+            return True
+    return False
+
+
+def rate_write(rel: str, *, exists: bool, old_lines: int = 0, new_lines: int = 0, edit: bool = False,
+               real: Path | str | None = None) -> Danger:
+    """Writes: creating is low, editing low, overwriting medium, overwriting most of a file high.
+
+    real: the target's absolute path; a file in a folder on PATH (.venv/bin) is rated high, because it would
+    run in place of a program of that name, even under a remembered "allow always" for that program.
+    """
     ratings = _Ratings()
     parts = Path(rel).parts
+    if real is not None and _on_path(os.path.dirname(os.fspath(real))):
+        ratings.add(HIGH, f"writes into a folder on PATH ({os.path.dirname(rel) or '.'}): a program named "
+                          f"{os.path.basename(rel)!r} there would run in place of the real one")
     if ".git" in parts:
         ratings.add(HIGH, "modifies git internals (.git)")
     if any(p in (".env", ".ssh", ".netrc") or p.endswith((".pem", ".key")) for p in parts):
@@ -109,10 +143,31 @@ def rate_write(rel: str, *, exists: bool, old_lines: int = 0, new_lines: int = 0
     return ratings.danger()
 
 
+def _long(flags: list[str], name: str) -> bool:
+    """Whether a long option is given, also abbreviated (GNU and git accept "rm --recu", "git reset --har")."""
+    for flag in flags:
+        given = flag.split("=", 1)[0]
+        if given.startswith("--") and len(given) >= 4 and name.startswith(given):
+            return True
+    return False
+
+
+def _on_path(folder: str) -> bool:
+    try:
+        real = os.path.realpath(folder)
+        return any(os.path.isabs(p) and os.path.realpath(p) == real
+                   for p in os.environ.get("PATH", "").split(os.pathsep))
+    except (OSError, ValueError):
+        return True
+
+
 def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> None:
     for wrapper in cmd.wrappers:
         if wrapper in ("sudo", "doas"):
             r.add(HIGH, f"runs with elevated privileges ({wrapper})")
+        if wrapper in _DETACH:
+            r.add(MEDIUM, f"asks a service to run something later or apart ({wrapper}); the tool cannot stop what "
+                          "that starts")
     for op, target in cmd.redirects:
         if target.isdigit() or target == "-":
             continue  # fd duplication like 2>&1
@@ -151,14 +206,14 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
         else:
             r.add(MEDIUM, f"runs inline {prog} code")
     if prog == "rm":
-        if "r" in short.lower() or "--recursive" in flags:
+        if "r" in short.lower() or _long(flags, "--recursive"):
             r.add(HIGH, "deletes recursively (rm -r)")
         else:
             r.add(MEDIUM, "deletes files (rm)")
     if prog in _DISK or prog.startswith("mkfs"):
         r.add(HIGH, f"can overwrite or wipe disks ({prog})")
     if prog in ("chmod", "chown", "chgrp"):
-        if "R" in short or "--recursive" in flags:
+        if "R" in short or _long(flags, "--recursive"):
             r.add(HIGH, f"changes permissions or ownership recursively ({prog} -R)")
         elif prog != "chmod":
             r.add(HIGH, f"changes file ownership ({prog})")
@@ -167,16 +222,33 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
     if prog == "git" and positional:
         sub = positional[0]
         if sub == "push":
-            forced = any(a in ("-f", "--force", "--force-with-lease", "--mirror") or a.startswith("--force")
+            forced = any(a in ("-f", "--mirror") or a.startswith("--force") or _long([a], "--force")
                          for a in flags) or "f" in short or any(a.startswith("+") for a in positional[1:])
             r.add(HIGH if forced else MEDIUM, "force-pushes, rewriting remote history (git push --force)"
                   if forced else "pushes commits to a remote (git push)")
-        elif sub == "reset" and "--hard" in flags:
+        elif sub == "reset" and _long(flags, "--hard"):
             r.add(HIGH, "discards uncommitted changes (git reset --hard)")
-        elif sub == "clean" and ("f" in short or "--force" in flags):
+        elif sub == "clean" and ("f" in short or _long(flags, "--force")):
             r.add(HIGH, "deletes untracked files (git clean -f)")
         elif sub in ("checkout", "restore") and ("--" in args or "." in positional[1:]):
             r.add(MEDIUM, "may discard uncommitted changes")
+    before_sub = args[:args.index(positional[0])] if positional else args
+    if prog == "git" and any(a in ("-c", "--config-env", "--exec-path") or a.startswith(("--config-env=", "--exec-path="))
+                             for a in before_sub):
+        r.add(MEDIUM, "sets git configuration for this run (-c), which can make git run other programs")
+    injected = [w.split("=", 1)[0] for w in cmd.words if _ASSIGNMENT.match(w)]
+    risky = [n for n in injected if n in _CODE_VARIABLES or n.startswith(("GIT_", "LD_", "DYLD_"))]
+    if risky:
+        r.add(MEDIUM, f"sets {', '.join(risky[:3])}, which can make the program load or run other code")
+    if prog in _DETACH or (prog == "tmux" and "-d" in args) or (prog == "screen" and any("d" in f for f in flags)):
+        r.add(MEDIUM, f"asks a service to run something later or apart ({prog}); the tool cannot stop what "
+                      "that starts")
+    if prog == "rsync" and any(a.startswith(("--del", "--remove-source")) for a in flags):
+        r.add(HIGH, "deletes files (rsync --delete / --remove-source-files)")
+    if prog == "git" and positional and (
+            (positional[0] == "branch" and ("D" in short or (_long(flags, "--delete") and _long(flags, "--force"))))
+            or (positional[0] == "stash" and positional[1:2] in (["drop"], ["clear"]))):
+        r.add(MEDIUM, "discards commits or stashed changes (git branch -D / git stash drop)")
     if prog in _NETWORK:
         r.add(MEDIUM, f"uses the network ({prog})")
     if prog in _INSTALLERS and ("install" in positional or "add" in positional[:1]):
@@ -193,7 +265,10 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
     if prog == "eval":
         r.add(MEDIUM, "evaluates a dynamically built command (eval)")
     if prog == "find" and ("-delete" in args or any(a in ("rm", "-execdir") for a in args)):
-        r.add(MEDIUM, "deletes files found by find")
+        if any(a in _FIND_FILTERS for a in args):
+            r.add(MEDIUM, "deletes files found by find")
+        else:  # "find . -delete", "find . -type f -exec rm {} +": everything below the start folders
+            r.add(HIGH, "deletes everything find walks through (find -delete / -exec rm without a name filter)")
     if prog == "find" and any(a in ("-exec", "-execdir", "-ok", "-okdir") for a in args):
         r.add(MEDIUM, "runs a command on every file found (find -exec)")
     if prog == "find" and any(a in ("-fprint", "-fprint0", "-fprintf", "-fls") for a in args):

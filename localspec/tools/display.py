@@ -117,6 +117,15 @@ def arguments_text(arguments: Any) -> str:
     return safe_text(text, ARGUMENT_CHARS * 4, newlines=True)
 
 
+def arguments_line(arguments: Any) -> str:
+    """A tool call's arguments on one line, bounded and escaped (a write_file call may carry 300 MB)."""
+    try:
+        text = json.dumps(bounded_arguments(arguments, 200), ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(arguments)[:ARGUMENT_CHARS]
+    return safe_text(text, ARGUMENT_CHARS)
+
+
 @dataclass(frozen=True)
 class Line:
     """One line of an approval display. kind: title, command, danger, cwd, always, never, warning, diff, note,

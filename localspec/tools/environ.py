@@ -48,4 +48,13 @@ def shell_environment(base: Mapping[str, str] | None = None,
         else:
             env[name] = value
     env.update(QUIET)
+    if "PATH" in env:
+        env["PATH"] = safe_path(env["PATH"])
     return env, sorted(removed)
+
+
+def safe_path(value: str) -> str:
+    """PATH without empty or relative entries ("", ".", "bin"): those are looked up from the command's working
+    directory, the workspace, so a file the model wrote there named `git` or `ls` would run in place of the real
+    program, even under a remembered "allow always"."""
+    return os.pathsep.join(p for p in value.split(os.pathsep) if os.path.isabs(p))

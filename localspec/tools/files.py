@@ -10,6 +10,7 @@ import os
 import stat
 from contextlib import closing
 
+from .display import safe_text
 from .globs import compile_glob, glob_matches
 from .limits import Limits
 from .paths import DIR_FLAGS, Resolved, Workspace, file_kind, open_entry
@@ -173,7 +174,7 @@ def search_text(ws: Workspace, limits: Limits, pattern: str, path: str, glob: st
                         stopped = True
                         break
                     text = line if len(line) <= limits.search_line_chars else line[:limits.search_line_chars] + "…"
-                    results.append(f"{shown_path}:{no}: {text}")
+                    results.append(f"{safe_text(shown_path)}:{no}: {text}")
                 if stopped:
                     break
     finally:
@@ -281,6 +282,9 @@ class _Stop(Exception):
 
 
 def _describe(dir_fd: int, name: str, shown: str) -> str:
+    """One listing line. Names are escaped (safe_text): a file named "a\\n b -> /etc  (symlink)" or holding
+    terminal escapes must not forge listing lines or reach a terminal that shows the result."""
+    shown = safe_text(shown)
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except OSError:
@@ -290,7 +294,7 @@ def _describe(dir_fd: int, name: str, shown: str) -> str:
             dest = os.readlink(name, dir_fd=dir_fd)
         except OSError:
             dest = "?"
-        return f"{shown} -> {dest}  (symlink)"
+        return f"{shown} -> {safe_text(dest)}  (symlink)"
     if stat.S_ISDIR(st.st_mode):
         return f"{shown}/"
     if not stat.S_ISREG(st.st_mode):

@@ -19,6 +19,8 @@ class Limits:
     shell_output_bytes: int = 64 * 1024
     shell_timeout_s: float = 60.0
     shell_timeout_max_s: float = 600.0
+    shell_command_bytes: int = 128 * 1024 - 1  # Linux's MAX_ARG_STRLEN: /bin/sh -c cannot take a longer one
+    shell_max_processes: int = 1000  # more at once and the command is stopped (a fork bomb); Linux only
     diff_chars: int = 16 * 1024  # diff shown in write results
     diff_input_bytes: int = 1024 * 1024  # write_file: old or new content bigger than this gets a summary, no diff
     diff_lines: int = 2000  # a changed region longer than this is shown as one block, not aligned line by line

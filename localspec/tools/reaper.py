@@ -1,7 +1,7 @@
 """Runs one shell command and stops every process it started, even those that left its process group.
 
 Usage (by tools/shell.py, as a file, with only the standard library):
-    python -I -S reaper.py REPORT_FD /bin/sh -c COMMAND
+    python -I -S reaper.py REPORT_FD MAX_PROCESSES /bin/sh -c COMMAND
 
 Why a separate process: Linux reparents an orphan to its nearest ancestor marked "child subreaper"
 (prctl PR_SET_CHILD_SUBREAPER). Marking this small wrapper, not the agent itself, means `setsid cmd &`,
@@ -9,6 +9,10 @@ Why a separate process: Linux reparents an orphan to its nearest ancestor marked
 timeout) it can find them all in /proc and kill them, and the agent's own process keeps its normal children.
 The result goes to REPORT_FD as "key<TAB>value" lines (no json import: it would double our start-up time):
 exit status, what had to be stopped, what could not be.
+
+MAX_PROCESSES bounds a fork bomb: while the shell runs, the wrapper counts its live descendants (on every child
+event and at least every CHECK_S) and stops everything once more than MAX_PROCESSES run at once (0: no bound).
+An rlimit would not do: RLIMIT_NPROC counts all the user's processes and does not apply to root.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ DRAIN_GRACE_S = 0.2  # after the shell exits, how long background children may f
 TERM_GRACE_S = 0.5  # between SIGTERM and SIGKILL
 KILL_ROUNDS_S = 3.0
 MAX_LISTED = 20  # how long to keep sweeping (a fork loop keeps making new processes)
+CHECK_S = 0.1  # how often the number of processes is checked while the shell runs
 
 
 class _Stop(Exception):
@@ -92,8 +97,8 @@ def _children_by_scan() -> dict[int, list[int]]:
     return table
 
 
-def descendants(root: int) -> dict[int, str]:
-    """Live (non-zombie) descendants of root: pid -> name."""
+def descendants(root: int, stop_after: int = 0) -> dict[int, str]:
+    """Live (non-zombie) descendants of root: pid -> name (only the first stop_after+1 of them if stop_after)."""
     scan = _children_by_scan() if _children(root) is None else None
     found: dict[int, str] = {}
     todo = list(scan.get(root, []) if scan is not None else _children(root) or [])
@@ -106,13 +111,18 @@ def descendants(root: int) -> dict[int, str]:
             continue
         if info[1] not in ("Z", "X"):
             found[pid] = info[2]
+            if stop_after and len(found) > stop_after:
+                break
         todo.extend(scan.get(pid, []) if scan is not None else _children(pid) or [])
     return found
 
 
-def reap(statuses: dict[int, int]) -> None:
-    """Collect every exited child (our own and reparented orphans), keeping their statuses."""
-    while True:
+def reap(statuses: dict[int, int], at_most: int = 2000) -> None:
+    """Collect exited children (our own and reparented orphans), keeping their statuses.
+
+    At most `at_most` per call: a fork loop whose orphans exit as fast as we collect them must not keep us
+    here (we would never get to count or stop it)."""
+    for _ in range(at_most):
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
@@ -156,9 +166,37 @@ def stop_all(me: int, statuses: dict[int, int], *, kill=_signal, scan=descendant
     return {pid: f"{name} (pid {pid}): {failed.get(pid, 'still running after SIGKILL')}" for pid, name in live.items()}
 
 
+def _wait_for(shell: int, statuses: dict[int, int], me: int, max_processes: int, report: dict) -> None:
+    """Wait until the shell exits, reaping orphans; stop early (raise _Stop) past max_processes descendants."""
+    while True:
+        reap(statuses)
+        if shell in statuses:
+            return
+        signal.sigtimedwait([signal.SIGCHLD], CHECK_S)  # SIGCHLD is blocked: it waits here, no handler runs
+        _check_count(me, max_processes, report)
+
+
+def _check_count(me: int, max_processes: int, report: dict) -> None:
+    if max_processes:
+        count = len(descendants(me, stop_after=max_processes))
+        if count > max_processes:
+            report["too_many"] = count
+            raise _Stop()
+
+
+def _freeze_group(pgid: int) -> None:
+    """Stop, then kill, every process still in a process group: one system call each, faster than any fork loop."""
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+
+
 def main(argv: list[str]) -> int:
     report_fd = int(argv[0])
-    command = argv[1:]
+    max_processes = int(argv[1])
+    command = argv[2:]
     os.set_inheritable(report_fd, False)
     report: dict = {"subreaper": 0, "exit": "none", "stopped_early": 0}
     me = os.getpid()
@@ -171,14 +209,18 @@ def main(argv: list[str]) -> int:
         report["subreaper"] = 0 if why else 1
         if why:
             report["error"] = f"could not become a child subreaper: {why}"
-        shell = os.posix_spawn(command[0], command, dict(os.environ))
-        while shell not in statuses:
-            pid, status = os.waitpid(-1, 0)  # also reaps orphans that exit meanwhile
-            statuses[pid] = status
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+        # The shell starts with no blocked signals and default handlers, whatever ours are.
+        # Its own process group (setpgroup=0), so one killpg can freeze a fork bomb that stayed in it at once.
+        shell = os.posix_spawn(command[0], command, dict(os.environ), setsigmask=(), setpgroup=0,
+                               setsigdef=(signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD))
+        os.write(report_fd, f"shell\t{shell}\n".encode())  # lets the caller kill the group if we are killed
+        _wait_for(shell, statuses, me, max_processes, report)
         report["exit"] = os.waitstatus_to_exitcode(statuses[shell])
         deadline = time.monotonic() + DRAIN_GRACE_S
         while time.monotonic() < deadline and descendants(me):
             reap(statuses)
+            _check_count(me, max_processes, report)
             time.sleep(0.02)
     except _Stop:
         report["stopped_early"] = 1
@@ -186,6 +228,8 @@ def main(argv: list[str]) -> int:
         report["error"] = f"could not start {command[0]}: {exc.strerror or exc}"
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # a second request must not interrupt the cleanup
+    if report.get("too_many") and shell > 0:
+        _freeze_group(shell)
     reap(statuses)
     live = descendants(me)
     leftovers = [f"{name} (pid {pid})" for pid, name in sorted(live.items()) if pid != shell]

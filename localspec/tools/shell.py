@@ -9,6 +9,7 @@ left the group are not tracked.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ _TERM_GRACE_S = 0.5
 _REAPER = Path(__file__).with_name("reaper.py")
 _REAPER_CLEANUP_S = 10.0  # the wrapper's own sweep takes at most about 4 s
 _LISTED = 5  # processes named in the result
+RUN_MARK = "LOCALSPEC_RUN"
 
 
 @dataclass
@@ -40,6 +42,7 @@ class ShellOutcome:
     survivors: list[str] = field(default_factory=list)  # what could not be stopped, with why
     tracking: str = "subreaper"  # "subreaper" (every descendant) or "process-group" (fallback)
     removed_env: list[str] = field(default_factory=list)  # secret-looking variables withheld
+    too_many: int = 0  # stopped because this many processes ran at once (over the bound): a fork bomb
 
 
 class _CappedSink:
@@ -88,14 +91,17 @@ def _use_reaper() -> bool:
 
 
 def run_shell(command: str, cwd: Path, timeout_s: float, output_cap: int,
-              env_allow: Iterable[str] = ()) -> ShellOutcome:
+              env_allow: Iterable[str] = (), max_processes: int = 0) -> ShellOutcome:
     env, removed = shell_environment(allow=env_allow)
+    # Inherited by everything the command starts: if the wrapper itself is killed (`kill -9 $PPID`), processes
+    # that carry this mark can still be found and stopped (those that cleared their environment cannot).
+    env[RUN_MARK] = secrets.token_hex(8)
     reaper = _use_reaper()
     report_r = report_w = -1
     argv = ["/bin/sh", "-c", command]
     if reaper:
         report_r, report_w = os.pipe()
-        argv = [sys.executable, "-I", "-S", str(_REAPER), str(report_w), *argv]
+        argv = [sys.executable, "-I", "-S", str(_REAPER), str(report_w), str(max(0, int(max_processes))), *argv]
     try:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -122,7 +128,7 @@ def run_shell(command: str, cwd: Path, timeout_s: float, output_cap: int,
             os.close(report_r)
         raise
     if reaper:
-        return _finish_with_reaper(proc, report_r, reader, sink, timed_out, removed)
+        return _finish_with_reaper(proc, report_r, reader, sink, timed_out, removed, env[RUN_MARK])
     leftovers = False
     if timed_out:
         _kill_group(proc.pid)
@@ -139,7 +145,8 @@ def run_shell(command: str, cwd: Path, timeout_s: float, output_cap: int,
                         tracking="process-group", removed_env=removed)
 
 
-def _finish_with_reaper(proc, report_r: int, reader, sink, timed_out: bool, removed: list[str]) -> ShellOutcome:
+def _finish_with_reaper(proc, report_r: int, reader, sink, timed_out: bool, removed: list[str],
+                        mark: str) -> ShellOutcome:
     if timed_out:
         proc.send_signal(signal.SIGTERM)  # the wrapper stops the shell and everything it started
     try:
@@ -148,12 +155,16 @@ def _finish_with_reaper(proc, report_r: int, reader, sink, timed_out: bool, remo
         _kill_group(proc.pid)
         proc.wait()
     report = _read_report(report_r)
-    if not report:  # the wrapper died without reporting: fall back to the group, and say we could not check
+    if "exit" not in report:  # the wrapper died without reporting: fall back to the groups, and say we could not check
         _kill_group(proc.pid)
-        reader.join(5)
+        if report.get("shell"):
+            _kill_group(int(report["shell"]))
+        found = _kill_marked(mark)
+        reader.join(1)
+        why = (f"unknown: the process tracker was stopped or failed; {found} process(es) found by their environment "
+               "were killed, but any that cleared their environment may still run")
         return ShellOutcome(sink.text(), None if timed_out else proc.returncode, timed_out, sink.dropped,
-                            timed_out, [], ["unknown: the process tracker failed, some processes may still run"],
-                            tracking="process-group", removed_env=removed)
+                            timed_out or found > 0, [], [why], tracking="process-group", removed_env=removed)
     survivors = list(report.get("survivors", []))
     extra = int(report.get("survivor_count", len(survivors))) - len(survivors)
     if extra > 0:
@@ -163,10 +174,52 @@ def _finish_with_reaper(proc, report_r: int, reader, sink, timed_out: bool, remo
     if extra > 0:
         leftovers.append(f"and {extra} more")
     exit_code = report.get("exit")
-    timed_out = exit_code is None and (timed_out or bool(report.get("stopped_early")))
+    too_many = int(report.get("too_many") or 0)
+    timed_out = exit_code is None and not too_many and (timed_out or bool(report.get("stopped_early")))
     reader.join(1 if survivors else 5)
     return ShellOutcome(sink.text(), exit_code, timed_out, sink.dropped, bool(leftovers), leftovers, survivors,
-                        tracking="subreaper" if report.get("subreaper") else "process-group", removed_env=removed)
+                        tracking="subreaper" if report.get("subreaper") else "process-group", removed_env=removed,
+                        too_many=too_many)
+
+
+def _marked(mark: str) -> list[int]:
+    needle = f"{RUN_MARK}={mark}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    if needle in fh.read().split(b"\0"):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _kill_marked(mark: str, rounds: int = 50) -> int:
+    """SIGSTOP then SIGKILL every process carrying this call's mark, until none is left; how many were found."""
+    seen: set[int] = set()
+    for _ in range(rounds):
+        pids = [p for p in _marked(mark) if _stat_state(p) not in ("Z", "X", "")]
+        if not pids:
+            break
+        seen.update(pids)
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        time.sleep(0.02)
+    return len(seen)
+
+
+def _stat_state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[-1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
 
 
 def _read_report(fd: int) -> dict:
@@ -187,14 +240,14 @@ def _read_report(fd: int) -> dict:
         key, _, value = line.partition("\t")
         if key in ("leftover", "survivor"):
             report[key + "s"].append(value)
-        elif key in ("exit", "leftover_count", "survivor_count", "subreaper", "stopped_early"):
+        elif key in ("exit", "leftover_count", "survivor_count", "subreaper", "stopped_early", "too_many", "shell"):
             try:
                 report[key] = None if value == "none" else int(value)
             except ValueError:
                 return {}
         elif key == "error":
             report[key] = value
-    return report if "exit" in report else {}
+    return report
 
 
 def _stop(proc: subprocess.Popen, reaper: bool) -> None:

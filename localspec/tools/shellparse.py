@@ -14,7 +14,7 @@ import string
 from dataclasses import dataclass, field
 
 _PUNCT = set("();<>|&")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SUBSTITUTION = re.compile(r"\$\(|`|<\(|>\(")
 _FD_BEFORE_REDIRECT = re.compile(r"(^|\s)\d+(?=[<>])")
 
@@ -47,6 +47,11 @@ WRAPPERS: dict[str, set[str]] = {
     "torsocks": set(),
     "proxychains": set(),
     "proxychains4": set(),
+    "parallel": {"-j", "-S", "--jobs", "-a"},
+    "unshare": set(),
+    "nsenter": {"-t", "--target"},
+    "systemd-run": {"-p", "--property", "-E", "--setenv", "-u", "--unit", "-M", "-H", "--uid", "--gid",
+                    "--nice", "--description", "--slice", "--on-active", "--on-calendar"},
 }
 # Programs whose first positional argument is a subcommand worth remembering separately.
 SUBCOMMAND_PROGRAMS = {
@@ -234,12 +239,16 @@ def plain_argv(command: str) -> PlainCommand:
                 return PlainCommand(None, "expands variables, commands or escapes inside double quotes")
             if not all(ch == " " or ch.isprintable() for ch in inner):
                 return PlainCommand(None, "has control or invisible characters")
-            current = (current or []) + [inner]
+            if current is None:  # appended in place: a long word must cost linear time, not quadratic
+                current = []
+            current.append(inner)
             i = end + 1
             continue
         if c not in _PLAIN_UNQUOTED:
             return PlainCommand(None, _why_not(c))
-        current = (current or []) + [c]
+        if current is None:
+            current = []
+        current.append(c)
         i += 1
     if current is not None:
         words.append("".join(current))

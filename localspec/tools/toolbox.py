@@ -237,10 +237,15 @@ def _plan_run_shell(tb: Toolbox, a: A.RunShellArgs) -> Action:
     timeout = min(a.timeout_s or tb.limits.shell_timeout_s, tb.limits.shell_timeout_max_s)
     if "\x00" in a.command:
         raise ToolError("argument 'command' contains a NUL byte")
+    size = len(a.command.encode("utf-8", "surrogatepass"))
+    if size > tb.limits.shell_command_bytes:  # Linux refuses one argument over 128 KiB (E2BIG) anyway
+        raise ToolError(f"the command is {size:,} bytes, over the {tb.limits.shell_command_bytes:,}-byte limit for "
+                        "one command line; write it to a script with write_file and run that")
 
     def run() -> ToolResult:
         try:
-            out = shell.run_shell(a.command, tb.root, timeout, tb.limits.shell_output_bytes, env_allow=tb.env_allow)
+            out = shell.run_shell(a.command, tb.root, timeout, tb.limits.shell_output_bytes, env_allow=tb.env_allow,
+                                  max_processes=tb.limits.shell_max_processes)
         except OSError as exc:
             raise ToolError(f"could not start /bin/sh: {exc.strerror or exc}") from None
         content = out.output.rstrip("\n") or "(no output)"
@@ -251,6 +256,11 @@ def _plan_run_shell(tb: Toolbox, a: A.RunShellArgs) -> Action:
             content += (f"\n[output truncated: {out.truncated_bytes} bytes omitted; "
                         f"limit {tb.limits.shell_output_bytes} bytes]")
         notes = shell.process_notes(out)
+        if out.too_many:
+            return ToolResult.failure(
+                f"command stopped: it had {out.too_many} processes running at once (limit "
+                f"{tb.limits.shell_max_processes}; a fork bomb?); " + ("all were killed" if not out.survivors else
+                f"{len(out.survivors)} process(es) could not be stopped"), content=content + notes, **data)
         if out.timed_out:
             killed = ("it and its child processes were killed" if not out.survivors else
                       f"it was killed, but {len(out.survivors)} process(es) it started could not be stopped")

@@ -77,7 +77,8 @@ def plan_write(ws: Workspace, path: str, content: str, limits: Limits | None = N
         added, removed = new_lines, removed_all
     else:
         diff, added, removed = text_diff(target.rel, None if old is None else _decode(old), content, limits)
-    danger = rate_write(target.rel, exists=state is not None, old_lines=removed_all, new_lines=new_lines)
+    danger = rate_write(target.rel, exists=state is not None, old_lines=removed_all, new_lines=new_lines,
+                       real=target.real)
     verb = "create" if state is None else "overwrite"
     summary = f"{verb} {target.rel} (+{added} -{removed} lines)"
     if too_big:
@@ -113,7 +114,7 @@ def plan_edit(ws: Workspace, path: str, old_text: str, new_text: str, limits: Li
                         "matches exactly once")
     content = text.replace(old_text, new_text, 1)
     diff, added, removed = text_diff(target.rel, text, content, limits)
-    danger = rate_write(target.rel, exists=True, edit=True)
+    danger = rate_write(target.rel, exists=True, edit=True, real=target.real)
     return WritePlan(path, target, None, _encode(content), diff, danger,
                      f"edit {target.rel} (+{added} -{removed} lines)", added, removed, state)
 

@@ -236,9 +236,10 @@ class LocalspecApp(App):
 
     # -- command palette ------------------------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Keys" lists generic widget keys; this app's keys are on its help screen.
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
         chat = self.chat
-        yield SystemCommand("Help", "This app's keys, what the statistics mean, where files go (F1)",
+        yield SystemCommand("Keys", "This app's keys, what the statistics mean, where files go (F1)",
                             self.action_help)
         yield SystemCommand("Models", "Catalog and installed pairs: download, switch, set default (F2)",
                             self.action_models)

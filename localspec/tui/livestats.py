@@ -87,8 +87,8 @@ def summary_line(view: StatsView | None) -> str:
     if view is None:
         return "no generation yet · ^t: statistics panel"
     speedup = f"{view.estimated_speedup:.2f}x" if view.estimated_speedup else "–"
-    line = (f"{view.generated} tok · {view.tokens_per_second:.1f} tok/s · {view.mean_accepted_length:.2f} tok/pass · "
-            f"{100 * view.acceptance_rate:.0f}% accepted · est. {speedup}")
+    line = (f"{view.generated} tok · {view.tokens_per_second:.1f} tok/s · "
+            f"{view.mean_accepted_length:.2f} tok/pass · {100 * view.acceptance_rate:.0f}% accepted · est. {speedup}")
     if slow_hint(view):
         line += " · slower than the target alone"
     return line + " · ^t panel"

@@ -292,6 +292,12 @@ class ChatSession:
             self._messages = history
             self._recorder = self._new_recorder(conv.id)
             self.totals = SessionView()
+            # Its own temperature and token limit come back with it (the system prompt is in the history).
+            temperature, limit = conv.params.get("temperature_override"), conv.params.get("max_tokens_override")
+            self.temperature = float(temperature) if isinstance(temperature, (int, float)) else None
+            self.max_tokens_override = limit if isinstance(limit, int) and limit > 0 else None
+            if self._agent is not None:
+                self._agent.params = self._params(self._hints)
         return conv
 
     def delete_conversation(self, cid: str) -> None:
@@ -316,7 +322,8 @@ class ChatSession:
         system = history[0].get("content") if history and history[0].get("role") == "system" else None
         params = {"pair_name": info.pair if info else None, "target": str(info.target) if info else None,
                   "draft": str(info.draft) if info and info.draft else None,
-                  "approval": self.toolbox.policy.mode, "tool_choice": self.options.tool_choice}
+                  "approval": self.toolbox.policy.mode, "tool_choice": self.options.tool_choice,
+                  "temperature_override": self.temperature, "max_tokens_override": self.max_tokens_override}
         if self._agent is not None:
             params.update(asdict(self._agent.params))  # max_tokens, sampling, draft_max, ...
         return {"pair": (info.pair or info.label) if info else None, "workspace": str(self.options.workspace),

@@ -5,9 +5,10 @@ FastMCP of mcp 1.x).
 
 Tools: read_note (readOnlyHint: true) and write_note (a write) over the .txt files in NOTES; with --extra also
 read_file (a clash with the built-in), snapshot (an image and a binary resource: non-text content) and dump
-(a long text). Modes: fail-start exits with an error before serving; crash kills the process in the middle of a
-write_note call; slow sleeps --delay seconds in every call. --spawn-child leaves a child process running (the
-client must not orphan it). --token makes the HTTP transport require `Authorization: Bearer TOKEN`.
+(a long text); with --bad-schema a tool whose schema is unusable. Modes: fail-start exits with an error before serving; crash kills the process in the middle of a
+write_note call; slow sleeps --delay seconds in every call; exit-soon exits --delay seconds after starting.
+--spawn-child leaves a child process running (the client must not orphan it). --token makes the HTTP transport
+require `Authorization: Bearer TOKEN`.
 """
 
 from __future__ import annotations
@@ -81,14 +82,26 @@ def build(notes: Path, mode: str, delay: float, extra: bool, name: str) -> MCPSe
     return server
 
 
+def add_unusable_tool(server: MCPServer) -> None:
+    """A tool whose input schema no grammar can be built from (the client must leave it out, saying why)."""
+    @server.tool()
+    def broken_schema(x: int) -> str:
+        """Has a schema with an unknown type."""
+        return str(x)
+
+    server._tool_manager.get_tool("broken_schema").parameters = {
+        "type": "object", "properties": {"x": {"type": "nonsense"}}}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     p.add_argument("--port", type=int, default=0)
-    p.add_argument("--mode", choices=("ok", "fail-start", "crash", "slow"), default="ok")
+    p.add_argument("--mode", choices=("ok", "fail-start", "crash", "slow", "exit-soon"), default="ok")
     p.add_argument("--delay", type=float, default=30.0)
     p.add_argument("--extra", action="store_true")
+    p.add_argument("--bad-schema", action="store_true")
     p.add_argument("--name", default="notes")
     p.add_argument("--spawn-child", action="store_true")
     p.add_argument("--token", default=None)
@@ -100,7 +113,13 @@ def main() -> None:
     if a.spawn_child:
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "child-of-test-server", a.tag],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if a.mode == "exit-soon":  # dies on its own --delay seconds after starting, between calls
+        import threading
+
+        threading.Timer(a.delay, lambda: os._exit(5)).start()
     server = build(Path(a.dir), a.mode, a.delay, a.extra, a.name)
+    if a.bad_schema:
+        add_unusable_tool(server)
     if a.transport == "stdio":
         server.run("stdio")
         return

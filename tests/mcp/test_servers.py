@@ -186,6 +186,31 @@ def test_a_server_that_crashes_mid_call(tmp_path, home, notes):
         mcp.close()
 
 
+def test_a_server_that_exits_between_calls_is_noticed(tmp_path, home, notes):
+    toolbox, mcp, notices = open_tools(tmp_path, {"notes": stdio_server(notes, "--mode", "exit-soon", "--delay", "1")})
+    try:
+        deadline = time.monotonic() + 20
+        while not notices and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert notices == ["MCP server 'notes' stopped: the server process exited; its tools are no longer available"]
+        assert "read_note" not in toolbox.names() and mcp.servers()[0].state == "failed"
+    finally:
+        mcp.close()
+
+
+def test_a_tool_with_an_unusable_schema_is_left_out_with_the_reason(tmp_path, home, notes):
+    toolbox, mcp, notices = open_tools(tmp_path, {"notes": stdio_server(notes, "--bad-schema")})
+    try:
+        assert "broken_schema" not in toolbox.names() and "read_note" in toolbox.names()
+        toolbox.names()  # a rebuilt list does not repeat the notice
+        assert notices == ["MCP server 'notes': tool 'broken_schema' left out: its input schema cannot be used for "
+                           "constrained calls (Invalid type: nonsense)"]
+        assert mcp.servers()[0].skipped == ("broken_schema: its input schema cannot be used for constrained calls "
+                                            "(Invalid type: nonsense)",)
+    finally:
+        mcp.close()
+
+
 def test_a_slow_server_times_out_with_a_clear_error(tmp_path, home, notes):
     toolbox, mcp, _ = open_tools(tmp_path, {"notes": stdio_server(notes, "--mode", "slow", "--delay", "30",
                                                                   timeout=1)})

@@ -61,8 +61,12 @@ class ChatScreen(Screen):
     _WIDE_ONLY = [("ctrl+t", "toggle_stats", "Stats"), ("ctrl+o", "toggle_origins", "Origins"),
                   ("ctrl+y", "copy_last", "Copy reply"), ("ctrl+s", "save_transcript", "Export"),
                   ("f4", "sessions", "Chats")]
-    BINDINGS += [Binding(key, action, text) for key, action, text in _WIDE_ONLY]
-    BINDINGS += [Binding(key, f"narrow_{action}", text, show=False) for key, action, text in _WIDE_ONLY]
+    # Ctrl+Y has priority (the prompt, a TextArea, would take it as "redo"), which would put it first in the
+    # footer: it is listed in F1 and the palette instead.
+    BINDINGS += [Binding(key, action, text, priority=key == "ctrl+y", show=key != "ctrl+y")
+                 for key, action, text in _WIDE_ONLY]
+    BINDINGS += [Binding(key, f"narrow_{action}", text, show=False, priority=key == "ctrl+y")
+                 for key, action, text in _WIDE_ONLY]
     WIDE_ONLY = frozenset(action for _, action, _ in _WIDE_ONLY)
 
     busy: reactive[bool] = reactive(False, init=False)

@@ -75,6 +75,7 @@ class StatsPanel(VerticalScroll):
         self.rates: deque[float] = deque(maxlen=SPARK_POINTS)
         self._drawn = 0.0
         self._pending = False
+        self._hint: str | None = None
         self.summary: Static | None = None  # the one-line form shown instead of the panel (narrow terminals)
 
     def compose(self) -> ComposeResult:
@@ -105,9 +106,11 @@ class StatsPanel(VerticalScroll):
         self._drawn, self._pending = now, False
         self.query_one("#turn-stats", Static).update(turn_table(self.view))
         hint = slow_hint(self.view)
-        box = self.query_one("#slow-hint", Static)
-        box.update(hint or "")
-        box.display = hint is not None
+        if hint != self._hint:  # each update re-lays out the panel: only when it changes
+            self._hint = hint
+            box = self.query_one("#slow-hint", Static)
+            box.update(hint or "")
+            box.display = hint is not None
         self.query_one("#drafter-stats", Static).update(drafter_table(self.view))
         self.query_one(Sparkline).data = list(self.rates)
         if self.summary is not None and self.summary.display:
