@@ -8,6 +8,7 @@ import threading
 import pytest
 from pydantic import ValidationError
 
+from localspec.speculative import registry
 from localspec.agent import (Agent, Done, MessageAdded, Notice, StepStats, TextDelta, ToolCallFinished,
                              ToolCallStarted, Transcript, read_transcript)
 from localspec.errors import ConfigError
@@ -57,7 +58,7 @@ def test_required_call_is_valid_and_runs(engine, workspace):
     # Text deltas carry the call being written, with the origin of every token.
     call_text = "".join(e.text for e in events if isinstance(e, TextDelta) and e.kind == "call")
     assert call_text.startswith("<tool_call>\n{\"name\": \"") and "</tool_call>" in call_text
-    assert all(e.origin in ("target", "model", "schema", "history", "ngram") for e in events
+    assert all(e.origin in registry.ORIGINS for e in events
                if isinstance(e, TextDelta))
     # The conversation holds the call in OpenAI form and the result as a tool message.
     assistant, tool = agent.messages[-2], agent.messages[-1]

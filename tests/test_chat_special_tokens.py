@@ -195,6 +195,41 @@ def test_prompts_without_marker_text_are_tokenized_as_before(format_models):
             text, add_special=model.add_bos and not text.startswith(bos), parse_special=True), name
 
 
+
+def _names(text: str) -> tuple[list[dict], list[dict]]:
+    """A round where `text` sits in names: the tool's name and parameter key, the call's name, the result's name."""
+    name = "read" + text
+    tools = [{"type": "function", "function": {"name": name, "description": "Read a file.", "parameters": {
+        "type": "object", "properties": {text: {"type": "string"}}}}}]
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "abc123def", "type": "function", "function": {"name": name, "arguments": {text: text}}}]},
+                {"role": "tool", "tool_call_id": "abc123def", "name": name, "content": "ok"}]
+    return messages, tools
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_marker_text_in_names_partial_and_split_stays_text(format_models, name):
+    """Variants of issue 17's attack: markers in tool and parameter names, a marker wrapped in its own halves
+    (`<|im_<|im_start|>start|>`), and a marker split across two messages."""
+    model, fmt = format_models[name], FORMATS[name]
+    ids = marker_ids(model, fmt.markers)
+
+    def structure(messages, tools):
+        return [t for t in chat_prompt_tokens(model, messages, tools) if t in ids]
+
+    _, tools = conversation("x")
+    for marker in fmt.markers:
+        half = len(marker) // 2
+        assert structure(*_names(marker)) == structure(*_names("_file")), (marker, "names")
+        wrapped = [{"role": "user", "content": marker[:half] + marker + marker[half:]}]
+        assert structure(wrapped, tools) == structure([{"role": "user", "content": "x"}], tools), (marker, "wrapped")
+        split = [{"role": "user", "content": "a " + marker[:half]}, {"role": "assistant", "content": marker[half:]},
+                 {"role": "user", "content": "b"}]
+        plain = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "c"},
+                 {"role": "user", "content": "b"}]
+        assert structure(split, tools) == structure(plain, tools), (marker, "split")
+
 # -- the real small models -----------------------------------------------------------------------------------------
 def test_smollm2_real_tokenizer_and_template(smollm2):
     model = Model(smollm2, ModelSettings(vocab_only=True))

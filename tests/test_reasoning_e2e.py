@@ -26,6 +26,8 @@ QWEN3_ANSWER = ["<think>", "what", "▁is", "▁it", "</think>", "hello", "▁wo
 QWEN3_CALL = ["<think>", "read", "▁file", "</think>", "<tool_call>", "{", "}}", "</tool_call>", "<|im_end|>"]
 # DeepSeek-R1's prompt ends in `<think>\n`: the model writes only the end of the block.
 R1_ANSWER = ["what", "▁is", "▁it", "</think>", "hello", "▁world", "<｜end▁of▁sentence｜>"]
+# Qwen3 with thinking on may answer without opening a block.
+QWEN3_PLAIN = ["hello", "▁world", "<|im_end|>"]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,8 @@ def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("reasoning")
     return {"qwen3": write_scripted_gguf(d / "qwen3.gguf", "qwen3", QWEN3_ANSWER),
             "qwen3-call": write_scripted_gguf(d / "qwen3-call.gguf", "qwen3", QWEN3_CALL),
-            "r1": write_scripted_gguf(d / "r1.gguf", "deepseek-r1-qwen", R1_ANSWER)}
+            "r1": write_scripted_gguf(d / "r1.gguf", "deepseek-r1-qwen", R1_ANSWER),
+            "qwen3-plain": write_scripted_gguf(d / "qwen3-plain.gguf", "qwen3", QWEN3_PLAIN)}
 
 
 def _agent(path, **kw):
@@ -41,6 +44,18 @@ def _agent(path, **kw):
     engine = build_engine(pair, use_draft_model=False)
     toolbox = Toolbox(tempfile.mkdtemp(), Policy("read-only"))
     return pair, Agent(engine, toolbox, params=GenParams(max_tokens=40), **kw)
+
+
+def test_an_answer_without_a_block_is_kept_whole(models):
+    """The text released while watching for `</think>` lags behind the tokens: the answer is what they say."""
+    pair, agent = _agent(models["qwen3-plain"], tools=[])
+    try:
+        events = []
+        result = agent.run("hi", on_event=events.append)
+        assert (result.text, result.reasoning) == ("hello world", "")
+        assert "".join(e.text for e in events if e.type == "text" and e.kind == "text") == "hello world"
+    finally:
+        pair.close()
 
 
 @pytest.mark.parametrize("name", ["qwen3", "r1"])

@@ -359,3 +359,65 @@ def test_server_with_a_key_keeps_accepting_any_host(tiny_pair_paths):
         assert r.status_code == 200
         r = httpx.post(url + "/v1/chat/completions", json=body(), timeout=60, headers={"Host": "gpu-box.lan"})
         assert r.status_code == 401
+
+
+# -- bodies that never end or never arrive -------------------------------------------------------------------------
+def _raw_post(url, head: bytes, parts: list[bytes], pause: float = 0.0, read_timeout: float = 30) -> bytes:
+    """POST on a raw socket: headers, then body parts (with a pause between them); the raw answer."""
+    where = urlsplit(url)
+    sock = socket.create_connection((where.hostname, where.port))
+    sock.settimeout(read_timeout)
+    try:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     + head + b"\r\n")
+        for part in parts:
+            try:
+                sock.sendall(part)
+            except OSError:  # the server answered and closed while we were still sending: that is the point
+                break
+            time.sleep(pause)
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer) < 200:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+    finally:
+        sock.close()
+
+
+def test_a_chunked_body_over_the_size_cap_is_413(tiny_server, monkeypatch):
+    """No Content-Length to refuse up front: the cap still holds while the chunks arrive."""
+    monkeypatch.setattr("localspec.serve.body.MAX_BODY_BYTES", 1 << 20)
+    url, _ = tiny_server
+    chunk = b"a" * 65536
+    parts = [b"%x\r\n" % len(chunk) + chunk + b"\r\n"] * 40 + [b"0\r\n\r\n"]
+    answer = _raw_post(url, b"Transfer-Encoding: chunked\r\n", parts)
+    assert answer.startswith(b"HTTP/1.1 413") and b"request_too_large" in answer, answer[:300]
+
+
+def test_a_body_trickled_slowly_is_cut_off_with_408(tiny_server, monkeypatch):
+    """A client that sends a byte now and then (slowloris) does not hold its handler for ever."""
+    monkeypatch.setattr("localspec.serve.body.MAX_BODY_SECONDS", 1.0)
+    url, _ = tiny_server
+    start = time.monotonic()
+    answer = _raw_post(url, b"Content-Length: 1000\r\n", [b"{"] * 20, pause=0.25)
+    assert answer.startswith(b"HTTP/1.1 408") and b"request_timeout" in answer, answer[:300]
+    assert time.monotonic() - start < 10
+    r = httpx.post(url + "/v1/chat/completions", json=body(), timeout=60)  # and the server goes on
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize("host", ["localhost:\u0663\u0660\u0660\u0660", "127.0.0.1:\uff18\uff10", "localhost:+80",
+                                  "[::ffff:7f00:1]x", "127.0.0.1.", "0x7f.1", "2130706433", "localhost..",
+                                  "localhost%00.attacker.example"])
+def test_odd_host_forms_are_refused(host):
+    """Non-ASCII digits in the port, trailing garbage, numeric forms a resolver may accept: refusing is safe."""
+    assert is_loopback_host(host) is False
+
+
+@pytest.mark.parametrize("host", ["localhost.", "LOCALHOST.:8000", "[::1%lo]:8000", "[0:0:0:0:0:0:0:1]",
+                                  " localhost "])
+def test_loopback_host_spellings_still_pass(host):
+    assert is_loopback_host(host) is True

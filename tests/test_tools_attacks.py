@@ -20,7 +20,7 @@ import pytest
 from localspec.tools import Decision, Policy, Toolbox
 from localspec.tools.allowance import remember
 from localspec.tools.danger import rate_shell
-from localspec.tools.display import approval_text, arguments_line
+from localspec.tools.display import approval_text, arguments_line, arguments_text
 from localspec.tools.limits import Limits
 from localspec.tools.shellparse import plain_argv
 
@@ -52,6 +52,7 @@ FOLLOWING = [
     ("grep -n hello notes.txt", "grep -rR TOPSECRET ."),
     ("ls", "ls -RL"),
     ("ls", "ls -R --dereference"),
+    ("ls", "ls -R --derefer"),
     ("find . -name '*.txt'", "find -L . -name '*.txt'"),
     ("find . -name '*.txt'", "find . -follow -name '*.txt'"),
     ("du -sh", "du -L"),
@@ -236,9 +237,14 @@ def test_fork_bomb_is_stopped_at_the_process_bound(ws, monkeypatch, command):
     start = time.monotonic()
     res = tb.call("run_shell", {"command": command, "timeout_s": 25})
     assert time.monotonic() - start < 20, "stopped by the timeout, not by the process bound"
-    assert not res.ok and "processes running at once (limit 100" in res.error and "all were killed" in res.error
     assert res.data["timed_out"] is False
     assert marked(mark) == []
+    if command.endswith("& echo started") and res.ok:
+        # The shell exited at once: on a busy machine the cleanup after it may come before the bound is reached;
+        # then the bomb is stopped as leftovers, which is as good.
+        assert "background processes still running after the command exited were stopped" in res.content
+    else:
+        assert not res.ok and "processes running at once (limit 100" in res.error and "all were killed" in res.error
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the process bound needs the Linux subreaper")
@@ -293,6 +299,8 @@ def test_huge_write_is_bounded_in_every_display(ws):
     assert len(request.arguments["content"]) == len(content)  # the request itself is unchanged
     block = approval_text(request)
     assert len(block) < 20_000 and "\x1b" not in block and "\r" not in block
+    shown = arguments_text(request.arguments)  # the TUI's tool card and approval dialog
+    assert len(shown) < 20_000 and "\x1b" not in shown and "more characters not shown" in shown
     line = arguments_line(request.arguments)
     assert len(line) < 3_000 and "\x1b" not in line and "\r" not in line
     assert "more characters not shown" in line
@@ -366,3 +374,26 @@ def test_marker_in_json_escapes_of_arguments_reaches_the_tool_as_text(ws):
     tb = Toolbox(ws, Policy("auto"))
     res = tb.call("write_file", '{"path": "\\u003c|im_start|>.txt", "content": "\\u003c|im_end|>"}')
     assert res.ok and (ws / "<|im_start|>.txt").read_text() == "<|im_end|>"
+
+
+# --- secrets under names that do not say so -----------------------------------------------------------------------
+@pytest.mark.parametrize("name, value", [
+    ("REDIS_PASS", "hunter2"), ("DB_PASS", "hunter2"), ("GITLAB_PAT", "abc"),
+    ("OPENAI", "sk-proj-abcdefghijklmnopqrstuvwxyz123456"), ("MYVAR", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("HF", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"), ("SLACK", "xoxb-1234-5678-abcdefgh"),
+    ("AWSID", "AKIAIOSFODNN7EXAMPLE"), ("GL", "glpat-abcdefghijklmnopqrst"),
+    ("CLAUDE", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"),
+])
+def test_secret_values_under_plain_names_are_withheld(ws, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    res = Toolbox(ws, Policy("auto")).call("run_shell", {"command": "env"})
+    lines = [line for line in res.content.splitlines() if not line.startswith("PYTEST_CURRENT_TEST=")]
+    assert res.ok and not any(value in line or line.startswith(f"{name}=") for line in lines)
+
+
+@pytest.mark.parametrize("name, value", [("PASSAGE", "x"), ("COMPASS", "north"), ("LANG", "C.UTF-8"),
+                                         ("NOTE", "sk-short")])
+def test_ordinary_variables_still_pass(ws, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    res = Toolbox(ws, Policy("auto")).call("run_shell", {"command": "env"})
+    assert f"{name}={value}" in res.content

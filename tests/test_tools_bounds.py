@@ -34,8 +34,13 @@ def run_child(code: str, ws, timeout: float = HANG) -> dict:
             res = tb.call(name, args)
             return {{"ok": res.ok, "content": res.content[:2000], "error": res.error}}
         def rss():
-            kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            return kib if sys.platform == "darwin" else kib * 1024
+            try:  # Linux: the peak of this process since clear_refs. ru_maxrss would also count the parent's size
+                # at fork time (kept across exec), so a big pytest process would hide the child's growth.
+                with open("/proc/self/status") as fh:
+                    return next(int(l.split()[1]) * 1024 for l in fh if l.startswith("VmHWM:"))
+            except (OSError, StopIteration):
+                kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                return kib if sys.platform == "darwin" else kib * 1024
         def peak_baseline():
             import ctypes, gc
             gc.collect()

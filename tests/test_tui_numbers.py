@@ -26,7 +26,7 @@ def test_estimated_speedup(tokens, passes, decoding_s, single_s, expected):
 
 
 def test_stats_object_uses_the_same_definitions():
-    s = Stats(generated_tokens=145, target_passes=100, draft_s=0.2, verify_s=1.0, target_token_s=0.01)
+    s = Stats(generated_tokens=145, target_passes=100, draft_s=0.2, verify_s=1.3, decode_s=1.0, target_token_s=0.01)
     assert s.mean_accepted_length == pytest.approx(1.45)
     assert s.estimated_speedup == pytest.approx(145 * 0.01 / 1.2)
     assert s.to_dict()["estimated_speedup"] == round(s.estimated_speedup, 3)
@@ -96,5 +96,6 @@ def test_passes_counted_by_a_real_engine(smollm2, drafters):
     assert s.mean_accepted_length >= 1.0
     if not drafters:
         assert s.target_passes == s.generated_tokens and s.mean_accepted_length == 1.0
-        assert 0 < s.estimated_speedup <= 1.0
+        # target-only decoding against itself: 1.00x, up to the noise of timing single passes on a busy machine
+        assert 0.5 < s.estimated_speedup <= 1.0
     assert s.estimated_speedup <= s.mean_accepted_length

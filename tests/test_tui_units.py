@@ -58,10 +58,10 @@ def test_batcher_splits_text_from_call_and_skips_rates_across_pauses():
 
 def test_stats_view_live_and_final():
     s = Stats(generated_tokens=40, target_passes=16, drafted=50, accepted=24, target_token_s=0.02, draft_s=0.2,
-              verify_s=0.6)
+              verify_s=0.7, decode_s=0.6)
     s.drafters["model"].drafted, s.drafters["model"].accepted = 50, 24
     live = StatsView.of(s, elapsed_s=2.0, target_token_s=0.03)
-    # speedup: 40 tokens x 0.03 s (one single-token pass) over 0.8 s of drafting and verifying
+    # speedup: 40 tokens x 0.03 s (one single-token pass) over 0.8 s of drafting and target passes
     assert live.tokens_per_second == 20.0 and live.estimated_speedup == pytest.approx(40 * 0.03 / 0.8)
     assert live.acceptance_rate == 24 / 50 and live.mean_accepted_length == 2.5 and live.drafters == {"model": (50, 24)}
     s.wall_s, s.prefill_s, s.finish_reason = 3.0, 1.0, "length"
@@ -183,3 +183,11 @@ def test_approver_answers_deny_when_the_turn_is_cancelled(tmp_path):
     app.turn_cancel.set()
     req = ApprovalRequest("run_shell", {"command": "ls"}, tmp_path, Danger("low"), "run: ls")
     assert app.approve(req) is Decision.DENY_ONCE
+
+
+def test_every_origin_in_the_registry_has_a_colour_and_a_label():
+    from localspec.speculative.registry import ORIGINS
+    from localspec.tui.origins import COLOURS, LABELS, legend
+
+    assert set(ORIGINS) <= set(COLOURS) and set(ORIGINS) <= set(LABELS)
+    assert all(LABELS[o] in legend().plain for o in ORIGINS)

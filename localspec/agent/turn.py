@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable
 
+from localspec.speculative.detok import whole_chars
 from localspec.speculative.engine import GenParams
 from localspec.speculative.grammar import WRAP_UP, GrammarConstraint
 from localspec.speculative.stats import Stats
@@ -138,7 +139,15 @@ def _think(engine, model, prompt, params: GenParams, opened: bool, cancel, emit,
         gen.close()  # the engine's bookkeeping (statistics) runs now, also when we stopped early
     _record(engine, out, "reasoning" if not answering else "text")
     if answering:
-        return prompt, (tokens, splitter.answer), params.max_tokens - len(tokens)
+        # The text released so far lags behind the tokens (`</think>` is a stop string, so a tail that could start
+        # it is held back): the answer is what the tokens say, and the part not yet shown is shown now.
+        kept, whole = whole_chars(model.token_bytes, tokens)
+        whole = whole.lstrip()
+        if not whole.startswith(splitter.answer):
+            return prompt, (tokens, splitter.answer), params.max_tokens - len(tokens)
+        if len(whole) > len(splitter.answer):
+            emit(TextDelta(step, whole[len(splitter.answer):], "target", -1, "text"))
+        return prompt, (kept, whole), params.max_tokens - len(kept)
     closed = think.CLOSE.encode() in b"".join(model.token_bytes(t) for t in tokens)
     if closed:
         splitter.close()

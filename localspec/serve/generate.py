@@ -23,6 +23,7 @@ from typing import Callable
 from localspec.agent.calls import call_grammar, cut_at_trigger
 from localspec.chat import reasoning as think
 from localspec.serve.plan import Plan
+from localspec.speculative.detok import whole_chars
 from localspec.speculative.grammar import GrammarConstraint
 from localspec.speculative.stats import Stats
 
@@ -280,16 +281,6 @@ class _Thought:
     raw: str = ""  # the reasoning as written, tags included (what reasoning_format "none" shows)
 
 
-def _whole_chars(model, tokens: list[int]) -> tuple[list[int], str]:
-    """`tokens` without a last character that is still incomplete (a few tokens at most), and their text."""
-    for n in range(len(tokens), max(len(tokens) - 4, 0) - 1, -1):
-        try:
-            return tokens[:n], b"".join(model.token_bytes(t) for t in tokens[:n]).decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return list(tokens), b"".join(model.token_bytes(t) for t in tokens).decode("utf-8", "replace")
-
-
 def _think(engine, model, plan: Plan, cancel, emit, total: Stats) -> _Thought:
     """The reasoning, streamed as ReasoningEvents (or, raw, as TextEvents), up to `</think>`."""
     splitter = think.ReasoningSplitter(opened=plan.reasoning == think.OPEN_STATE)
@@ -324,7 +315,7 @@ def _think(engine, model, plan: Plan, cancel, emit, total: Stats) -> _Thought:
     if splitter.state == "answer":
         # The released text lags behind the tokens (stop strings are held back): the answer is what the tokens
         # say, so that the text shown and the tokens the generation continues from agree.
-        kept, whole = _whole_chars(model, tokens)
+        kept, whole = whole_chars(model.token_bytes, tokens)
         splitter.feed(whole[len(text):] if whole.startswith(text) else "")
         return _Thought(splitter.reasoning, [], splitter.answer, False, kept)
     # Ended on `</think>` (the stop string); else on the end of the turn, a stop string of the request, the token

@@ -53,3 +53,16 @@ class TextStream:
                 self._pending[-keep:] if len(self._pending) > keep else self._pending
         self.text += out
         return out
+
+
+def whole_chars(token_bytes: Callable[[int], bytes], tokens: Sequence[int]) -> tuple[list[int], str]:
+    """`tokens` less a last character still incomplete (a few tokens at most), and their text. Where generation
+    stopped early, the text released so far lags behind the tokens (a possible stop string is held back): this is
+    what the tokens themselves say."""
+    tokens = list(tokens)
+    for n in range(len(tokens), max(len(tokens) - 4, 0) - 1, -1):
+        try:
+            return tokens[:n], b"".join(token_bytes(t) for t in tokens[:n]).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return tokens, b"".join(token_bytes(t) for t in tokens).decode("utf-8", "replace")

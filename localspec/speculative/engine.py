@@ -139,6 +139,7 @@ class SpecEngine:
                 stats.target_passes -= 1  # the last pass only found the end: a pass counts when it emits a token
             stats.wall_s = time.perf_counter() - t_start
             stats.target_token_s = self.costs.single_token_s()
+            stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             self.totals.merge(stats)
 
     def remember_call(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
@@ -219,7 +220,9 @@ class SpecEngine:
         # A row needs logits unless the token after it is forced by the grammar (then the target has no choice).
         flags = [not f for f in draft.forced] + [draft.next_forced is None]
         ctx.decode([last] + draft.tokens, flags)
-        self.costs.observe(len(draft) + 1, sum(flags), time.perf_counter() - t0)
+        t_decode = time.perf_counter() - t0
+        self.costs.observe(len(draft) + 1, sum(flags), t_decode)
+        stats.decode_s += t_decode
         stats.target_passes += 1
         verdict = verify(draft, ctx.logits, self._policy(sampling, constraint, stats), rng)
         ctx.truncate(base + 1 + verdict.accepted)

@@ -13,10 +13,11 @@ def tokens_per_pass(tokens: int, passes: int) -> float:
 
 def estimate_speedup(tokens: int, passes: int, decoding_s: float, single_token_s: float) -> float:
     """How many times faster than target-only decoding: (tokens x one single-token target pass, measured on this
-    machine) / (time spent drafting and in target passes). Prompt processing and per-token bookkeeping are left out
-    of both sides (speculation does not change them). Capped at tokens per pass: a batched pass never costs less
-    than a single-token one, so the only way to beat target-only decoding is to emit more tokens per pass; the cap
-    keeps a single-token cost measured on a cold or busy machine from inflating the figure. 0.0: not measured."""
+    machine) / (time spent drafting and in the target's passes). Prompt processing and the bookkeeping around each
+    pass are left out of both sides, so target-only decoding comes out at 1.00x. Capped at tokens per pass: a
+    batched pass never costs less than a single-token one, so the only way to beat target-only decoding is to emit
+    more tokens per pass; the cap keeps a single-token cost measured on a cold or busy machine from inflating the
+    figure. 0.0: not measured."""
     if not single_token_s or decoding_s <= 0 or not passes:
         return 0.0
     return min(tokens * single_token_s / decoding_s, tokens_per_pass(tokens, passes))
@@ -47,9 +48,11 @@ class Stats:
     prefill_s: float = 0.0
     draft_s: float = 0.0
     verify_s: float = 0.0
+    decode_s: float = 0.0  # the target's forward passes alone (part of verify_s, without judging the rows)
     wall_s: float = 0.0
     target_token_s: float = 0.0  # measured cost of one single-token target pass, for the speedup estimate
     finish_reason: str = ""
+    switched_off: dict[str, str] = field(default_factory=dict)  # drafters not drafting for now, and why
 
     @property
     def acceptance_rate(self) -> float:
@@ -76,7 +79,7 @@ class Stats:
     @property
     def estimated_speedup(self) -> float:
         """Against target-only decoding; see `estimate_speedup`."""
-        return estimate_speedup(self.generated_tokens, self.target_passes, self.draft_s + self.verify_s,
+        return estimate_speedup(self.generated_tokens, self.target_passes, self.draft_s + self.decode_s,
                                 self.target_token_s)
 
     def record_position(self, pos: int, accepted: bool) -> None:
@@ -90,7 +93,7 @@ class Stats:
     def merge(self, other: "Stats") -> None:
         """Add another generation's counts and times (session totals)."""
         for name in ("generated_tokens", "prompt_tokens", "prefill_tokens", "target_passes", "drafted", "accepted",
-                     "forced", "prefill_s", "draft_s", "verify_s", "wall_s"):
+                     "forced", "prefill_s", "draft_s", "verify_s", "decode_s", "wall_s"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for pos, (d, a) in enumerate(zip(other.per_position_drafted, other.per_position_accepted)):
             for _ in range(a):
@@ -102,6 +105,7 @@ class Stats:
             self.drafters[name].accepted += ds.accepted
         self.target_token_s = other.target_token_s or self.target_token_s
         self.finish_reason = other.finish_reason
+        self.switched_off = dict(other.switched_off)
 
     def to_dict(self) -> dict:
         return {
@@ -124,6 +128,7 @@ class Stats:
                        "verify": round(self.verify_s, 4), "other": round(self.other_s, 4)},
             "wall_s": round(self.wall_s, 4),
             "finish_reason": self.finish_reason,
+            "switched_off": dict(self.switched_off),
         }
 
     def summary(self) -> str:

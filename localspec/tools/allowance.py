@@ -262,7 +262,9 @@ def _check(safe: Safe, args: list[str], root: str) -> str:
             continue
         if safe.any_option:
             name = arg.partition("=")[0]
-            if name in safe.forbid_long or (not arg.startswith("--") and set(arg[1:]) & set(safe.forbid_short)):
+            # GNU getopt takes unique abbreviations ("--deref"): a prefix of a refused option is refused too.
+            if any(f.startswith(name) for f in safe.forbid_long if name.startswith("--") and len(name) >= 4) or \
+                    (not arg.startswith("--") and set(arg[1:]) & set(safe.forbid_short)):
                 return f"the option {name} is not in the read-only set"
             if _outside(arg, root):
                 return f"the option {arg!r} points outside the workspace"

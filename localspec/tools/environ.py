@@ -16,9 +16,14 @@ from typing import Iterable, Mapping
 # e.g. SSH_AUTH_SOCK (lets a command use the user's SSH keys) and XAUTHORITY (the X11 cookie) go too.
 SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSW|PASSPHRASE|PWD_|_PWD$|CREDENTIAL|CREDS|AUTH(?!OR)|API_?KEY|ACCESS_?KEY|PRIVATE|_KEY$|^KEY$|"
-    r"_KEY_|KEYRING|COOKIE|SESSION_?ID|JWT|BEARER|SIGNING|WEBHOOK|DSN$|CONNECTION_STRING|OAUTH",
+    r"_KEY_|KEYRING|COOKIE|SESSION_?ID|JWT|BEARER|SIGNING|WEBHOOK|DSN$|CONNECTION_STRING|OAUTH|"
+    r"(?:^|_)PASS(?:$|_)|(?:^|_)PAT$",
     re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
+# Values that are a well-known kind of token whatever the variable is called (OPENAI=sk-..., MYVAR=ghp_...).
+_TOKEN_VALUE = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|"
+                          r"hf_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}|"
+                          r"(?:AKIA|ASIA)[0-9A-Z]{16}|npm_[A-Za-z0-9]{36}|AIza[0-9A-Za-z_-]{35})")
 # Kept even though they match a pattern above: they name no secret.
 _NOT_SECRET = {"PWD", "OLDPWD", "GPG_TTY", "KEYTIMEOUT"}
 # Make commands that page, colour or prompt behave in a pipe.
@@ -28,7 +33,7 @@ QUIET = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1", "G
 def is_secret(name: str, value: str = "") -> bool:
     if name in _NOT_SECRET:
         return False
-    return bool(SECRET_NAME.search(name)) or bool(_URL_PASSWORD.search(value))
+    return bool(SECRET_NAME.search(name)) or bool(_URL_PASSWORD.search(value)) or bool(_TOKEN_VALUE.search(value))
 
 
 def allowed(name: str, allow: Iterable[str]) -> bool:

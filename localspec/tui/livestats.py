@@ -35,7 +35,7 @@ class StatsView:
             tps, speedup = stats.tokens_per_second, stats.estimated_speedup
         else:  # the same estimate as the final one, from the costs measured so far
             tps = stats.generated_tokens / elapsed_s if elapsed_s > 0 else 0.0
-            speedup = estimate_speedup(stats.generated_tokens, stats.target_passes, stats.draft_s + stats.verify_s,
+            speedup = estimate_speedup(stats.generated_tokens, stats.target_passes, stats.draft_s + stats.decode_s,
                                        target_token_s or stats.target_token_s)
         return cls(stats.generated_tokens, stats.drafted, stats.accepted, stats.target_passes, stats.acceptance_rate,
                    stats.mean_accepted_length, tps, speedup, drafters, stats.finish_reason)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from localspec.speculative.registry import ORIGINS
+
+# One colour and label per origin in the drafter registry (a test checks none is missing).
 COLOURS = {
     "target": "#d0d0d0",  # sampled by the target itself
     "model": "#5fd75f",  # drafted by the draft model
@@ -28,7 +31,7 @@ def coloured(runs) -> Text:
 
 def legend() -> Text:
     text = Text()
-    for origin in COLOURS:
+    for origin in ORIGINS:
         text.append("■ ", style=colour(origin))
         text.append(LABELS[origin] + "  ")
     return text

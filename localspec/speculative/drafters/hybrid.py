@@ -21,11 +21,18 @@ if TYPE_CHECKING:  # the draft model's module loads llama.cpp; the policy's test
 
 # Prior per-token acceptance before anything is observed, by drafter.
 _PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9,
-          "close-next": 0.6, "close-end": 0.4, "tool": 0.8}
+          "close-next": 0.6, "close-end": 0.4, "tool": 0.8, "copy": 0.6}
 _PRIOR_DEPTH = 0.85  # ... and for the tokens after a candidate's first one, which are usually right if it was
+# A copy found by a long match (a file's lines copied into a call) goes on being right far longer: its long drafts
+# start near this and are then priced by what is observed at each depth.
+_PRIOR_DEPTH_BY = {"copy": 0.95}
 _EMA = 0.15
 _DRIFT = 0.01  # per verify pass, towards the prior
 _FLOOR = 0.02  # below this probability of being reached a drafted token cannot pay for its row
+# A source's lookups cost time at every step whether or not it proposes anything. Over each window of this many
+# proposals its lookup time is set against the passes its accepted tokens saved; one that cost more sits out the
+# next window (then it is tried again: the text may have started to repeat).
+_GATE_WINDOW = 48
 
 
 # Guesses that a value ends here, longest first. Two kinds, each with its own learned rate: another key follows
@@ -107,7 +114,8 @@ class HybridDrafter(Drafter):
     def __init__(self, *, costs: CostModel, schema: bool = True, history: CandidateDrafter | None = None,
                  ngram: CandidateDrafter | None = None, text: CandidateDrafter | None = None,
                  spans: CandidateDrafter | None = None, tools: CandidateDrafter | None = None,
-                 model: ModelDrafter | None = None, model_cost_ratio: float = 0.0, max_len: int = 64, tokenize=None):
+                 copy: CandidateDrafter | None = None, model: ModelDrafter | None = None,
+                 model_cost_ratio: float = 0.0, max_len: int = 64, tokenize=None):
         self.costs = costs
         self.schema = schema
         # Guesses that a JSON value ends here ('",' '"}' ',' '}' ...): once one is accepted, the grammar forces
@@ -118,7 +126,8 @@ class HybridDrafter(Drafter):
             if all(toks != t for t, *_ in self.closers):
                 self.closers.append((toks, _closer_key(c), c.startswith('"')))
         self.tokenize = tokenize
-        self.sources: list[CandidateDrafter] = [d for d in (history, ngram, text, spans, tools) if d is not None]
+        self.sources: list[CandidateDrafter] = [d for d in (history, ngram, text, spans, tools, copy)
+                                               if d is not None]
         # Sources whose candidates are whole values: once one is drafted in full, the value's end is guessed next.
         self.whole_values = {d.rate_key for d in self.sources if d.whole_value}
         self.model = model
@@ -130,13 +139,19 @@ class HybridDrafter(Drafter):
         # measure would cost a catch-up prefill of the whole context, so a costly draft would never pay that back.
         self.model_cost_ratio = model_cost_ratio
         self._fixed = False
+        # Drafters not paying on this machine right now, and why (Stats.switched_off).
+        self.switched_off: dict[str, str] = {}
+        self._lookup_s: dict[str, float] = {}  # per source key, this window: time spent in candidate()
+        self._saved: dict[str, int] = {}  # ... and its tokens accepted (each saved a target pass)
+        self._asked = 0  # proposals in this window
+        self._resting: set[str] = set()  # source keys sitting out this window
 
     # -- acceptance bookkeeping --------------------------------------------------------------------------------
     @staticmethod
     def _prior(name: str, bucket: int) -> float:
         if bucket < START:
             return 0.5 * _PRIOR.get(name, 0.5)  # a weak match: half as sure until measured
-        return _PRIOR.get(name, 0.5) if bucket < 1 or name == "model" else _PRIOR_DEPTH
+        return _PRIOR.get(name, 0.5) if bucket < 1 or name == "model" else _PRIOR_DEPTH_BY.get(name, _PRIOR_DEPTH)
 
     def rate(self, name: str, bucket: int) -> float:
         if self._fixed:
@@ -152,6 +167,9 @@ class HybridDrafter(Drafter):
         # longer observed, and would stay shut out where it has become right (a model looping on its own text).
         for key, old in self.rates.items():
             self.rates[key] = old + _DRIFT * (self._prior(*key) - old)
+        for key in self._keys[:n_accepted]:
+            if key is not None:
+                self._saved[key[0]] = self._saved.get(key[0], 0) + 1
         # Only positions the verifier actually judged: accepted ones and the first rejected one.
         for i, key in enumerate(self._keys[: n_accepted + 1]):
             if key is None:
@@ -169,6 +187,33 @@ class HybridDrafter(Drafter):
             src.add_call_tokens(tokens, text, tool)
 
     # -- costs -----------------------------------------------------------------------------------------------
+    def _gate(self) -> None:
+        """At the end of each window, rest the sources whose lookups cost more than their accepted tokens saved."""
+        self._asked += 1
+        if self._asked < _GATE_WINDOW:
+            return
+        step = self.costs.single_token_s()
+        self._resting = set()
+        for src in self.sources:
+            key = src.rate_key
+            spent, saved = self._lookup_s.get(key, 0.0), self._saved.get(key, 0) * step
+            if step and spent > saved:
+                self._resting.add(key)
+                self.switched_off[key] = (f"lookups cost {1000 * spent / self._asked:.3f} ms a step, saved "
+                                          f"{1000 * saved / self._asked:.3f} ms: off for {_GATE_WINDOW} steps")
+            else:
+                self.switched_off.pop(key, None)
+        self._asked, self._lookup_s, self._saved = 0, {}, {}
+
+    def _model_pays(self, token_s: float, thr: float) -> None:
+        """Say in the stats when the draft model is not drafting because it costs more than it can save."""
+        if thr >= self.rate("model", START):
+            step = self.costs.single_token_s()
+            self.switched_off["model"] = (f"a draft token costs {1000 * token_s:.1f} ms against a {1000 * step:.1f} "
+                                          "ms target step: not drafting (not fed either until it is used)")
+        else:
+            self.switched_off.pop("model", None)
+
     def _threshold(self, extra_s: float = 0.0) -> float:
         """Minimum probability of being accepted for one more drafted row to pay off."""
         t1 = self.costs.single_token_s()
@@ -184,6 +229,8 @@ class HybridDrafter(Drafter):
         # Seeded sampling must replay exactly: drafting then depends on nothing measured or learned, since the
         # accept/resample draws (and so the output) follow the drafts.
         self._fixed = not req.sampling.greedy and req.sampling.seed is not None
+        if not self._fixed:
+            self._gate()
         cons = req.constraint
         budget = min(req.max_len, self.max_len)
         reach = 1.0  # probability that verification gets this far
@@ -305,12 +352,16 @@ class HybridDrafter(Drafter):
         share = self._row_share()
         forced = best.toks if best is not None and best.key == "bytes" else []
         for src in self.sources:
+            key = src.rate_key  # acceptance is tracked per source, even under a shared name
+            if key in self._resting:
+                continue
+            t0 = time.perf_counter()
             toks, m = src.candidate(context, room, cons)
+            self._lookup_s[key] = self._lookup_s.get(key, 0.0) + time.perf_counter() - t0
             if not toks:
                 continue
             if cons is not None:
                 toks = toks[: cons.valid_prefix(toks)]
-            key = src.rate_key  # acceptance is tracked per source, even under a shared name
             start = START - src.bucket(m)
             skip = _shared(toks, forced)
             cand = _Candidate(src.name, toks, key, self._rates(key, start), start, skip,
@@ -380,6 +431,8 @@ class HybridDrafter(Drafter):
         rates = self._rates("model", START)
         token_s = self.model_token_s or self.model_cost_ratio * self.costs.single_token_s()
         thr = self._threshold(0.0 if self._fixed else token_s)
+        if not self._fixed:
+            self._model_pays(token_s, thr)
         if reach * rates[0] < thr:
             return None  # on this machine the draft model costs more than it saves right now
         sub = DraftRequest(context, min(room, self.model.max_len), req.sampling, cons, req.rng)

@@ -118,4 +118,5 @@ class StatsPanel(VerticalScroll):
 
     def show_totals(self, totals: SessionView) -> None:
         self.totals = totals
-        self.query_one("#totals", Static).update(totals_table(totals))
+        for box in self.query("#totals").results(Static):  # none yet before the panel is composed: it reads
+            box.update(totals_table(totals))  # self.totals then

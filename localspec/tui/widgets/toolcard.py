@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Collapsible, Static
 
-from localspec.tui.transcript import arguments_json
+from localspec.tools.display import arguments_text, safe_text
 
 MARKS = {"running": "…", "ok": "✓", "failed": "✗"}
 
@@ -16,7 +16,8 @@ def heading(name: str, status: str, note: str = "") -> str:
 class ToolCard(Collapsible):
     def __init__(self, call_id: str, name: str, arguments: dict) -> None:
         self._result = Static("(running)", classes="result", markup=False)
-        super().__init__(Static(arguments_json(arguments), classes="args", markup=False), self._result,
+        # Bounded and escaped (tools/display.py): a write_file call may carry 300 MB, a file name terminal escapes.
+        super().__init__(Static(arguments_text(arguments), classes="args", markup=False), self._result,
                          title=heading(name, "running"), collapsed=True, classes="toolcard running")
         self.call_id = call_id
         self.tool_name = name
@@ -32,4 +33,4 @@ class ToolCard(Collapsible):
         # The error names the tool first ("write_file: denied by the user"); the title already does.
         note = "" if ok else (error or "failed").split(": ", 1)[-1][:60]
         self.title = heading(self.tool_name, self.status, note)
-        self._result.update(self.result or "(no output)")
+        self._result.update(safe_text(self.result, 64 * 1024, newlines=True) or "(no output)")

@@ -1,0 +1,53 @@
+"""Drafters that do not pay sit out: the hybrid rests a source whose lookups cost more than its accepted tokens
+saved, says so in `switched_off`, and tries it again a window later (pure policy: no model needed)."""
+
+from localspec.speculative.costs import CostModel
+from localspec.speculative.draft import CandidateDrafter, DraftRequest
+from localspec.speculative.drafters.hybrid import _GATE_WINDOW, HybridDrafter
+from localspec.speculative.sampling import SamplingParams
+
+
+class Source(CandidateDrafter):
+    def __init__(self, name, toks):
+        self.name, self.toks, self.asked = name, toks, 0
+
+    def candidate(self, context, max_len, constraint=None):
+        self.asked += 1
+        return list(self.toks), 8 if self.toks else 0
+
+
+def _costs() -> CostModel:
+    costs = CostModel()
+    for n in (1, 1, 4, 8, 16):
+        costs.observe(n, n, 0.02 + 0.002 * n)
+    return costs
+
+
+def test_a_source_that_saves_nothing_rests_and_is_tried_again():
+    idle, good = Source("ngram", []), Source("history", [5, 6, 7])
+    h = HybridDrafter(costs=_costs(), schema=False, ngram=idle, history=good)
+    req = DraftRequest([1, 2, 3], 8, SamplingParams())
+    for _ in range(_GATE_WINDOW - 1):
+        d = h.propose(req)
+        h.observe(d, len(d))  # the good source's tokens are all accepted
+    assert idle.asked >= _GATE_WINDOW - 1 and "ngram" not in h.switched_off
+    d = h.propose(req)  # a window has passed: the idle source is rested, the paying one is not
+    assert set(h.switched_off) == {"ngram"} and "ms a step" in h.switched_off["ngram"]
+    asked = idle.asked
+    for _ in range(_GATE_WINDOW - 1):
+        h.observe(d, len(d))
+        d = h.propose(req)
+    assert idle.asked == asked and d.tokens[:3] == [5, 6, 7]
+    h.observe(d, len(d))
+    h.propose(req)  # the next window: tried again
+    assert idle.asked > asked and "ngram" not in h.switched_off
+
+
+def test_seeded_sampling_never_gates():
+    """Seeded sampling must replay exactly, so drafting may not depend on measured times."""
+    idle = Source("ngram", [])
+    h = HybridDrafter(costs=_costs(), schema=False, ngram=idle)
+    req = DraftRequest([1, 2, 3], 8, SamplingParams(temperature=0.8, seed=1))
+    for _ in range(3 * _GATE_WINDOW):
+        h.propose(req)
+    assert idle.asked >= 3 * _GATE_WINDOW and not h.switched_off
