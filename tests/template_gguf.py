@@ -86,26 +86,30 @@ FORMATS = {
 }
 
 
-def write_format_gguf(path, fmt: Format) -> Path:
-    """A loadable llama-architecture GGUF with `fmt`'s template and markers (ids 0..: <unk>, BOS, EOS, control
-    markers, user-defined markers, 256 byte tokens, ordinary pieces)."""
+def format_vocab(fmt: Format) -> tuple[list[str], list[int], list[float]]:
+    """(tokens, types, scores) of `fmt`'s test vocabulary (ids 0..: <unk>, BOS, EOS, control markers,
+    user-defined markers, 256 byte tokens, ordinary pieces)."""
     specials = ["<unk>", fmt.bos, fmt.eos] + [t for t in fmt.control if t not in (fmt.bos, fmt.eos)]
     tokens = specials + list(fmt.user_defined) + [f"<0x{b:02X}>" for b in range(256)]
     types = [_T.UNKNOWN] + [_T.CONTROL] * (len(specials) - 1) + [_T.USER_DEFINED] * len(fmt.user_defined) \
         + [_T.BYTE] * 256
     pieces = [p for p in _pieces("a") if p not in tokens]
-    tokens += pieces
-    types += [_T.NORMAL] * len(pieces)
-    scores = [0.0] * (len(tokens) - len(pieces)) + [float(len(p)) for p in pieces]
+    scores = [0.0] * len(tokens) + [float(len(p)) for p in pieces]
+    return tokens + pieces, [int(t) for t in types] + [int(_T.NORMAL)] * len(pieces), scores
 
-    n_embd, n_ff, n_vocab = 16, 32, len(tokens)
-    rng = np.random.default_rng(0)
+
+def write_one_layer_gguf(path, name: str, fmt: Format, tensors: dict[str, np.ndarray]) -> Path:
+    """A one-layer llama-architecture GGUF with `fmt`'s vocabulary and chat template and the given weights (named
+    as llama.cpp names them; shapes as numpy sees them)."""
+    tokens, types, scores = format_vocab(fmt)
+    n_vocab, n_embd = tensors["token_embd.weight"].shape
+    assert n_vocab == len(tokens)
     w = gguf.GGUFWriter(str(path), "llama")
-    w.add_name("template-test")
+    w.add_name(name)
     w.add_context_length(4096)
     w.add_embedding_length(n_embd)
     w.add_block_count(1)
-    w.add_feed_forward_length(n_ff)
+    w.add_feed_forward_length(tensors["blk.0.ffn_gate.weight"].shape[0])
     w.add_head_count(2)
     w.add_head_count_kv(2)
     w.add_layer_norm_rms_eps(1e-5)
@@ -115,7 +119,7 @@ def write_format_gguf(path, fmt: Format) -> Path:
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
-    w.add_token_types([int(t) for t in types])
+    w.add_token_types(types)
     w.add_unk_token_id(0)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
@@ -123,16 +127,27 @@ def write_format_gguf(path, fmt: Format) -> Path:
     w.add_add_eos_token(False)
     w.add_add_space_prefix(False)
     w.add_chat_template(fmt.source())
-    shapes = {"token_embd.weight": (n_vocab, n_embd), "output_norm.weight": (n_embd,),
-              "output.weight": (n_vocab, n_embd), "blk.0.attn_norm.weight": (n_embd,),
-              "blk.0.ffn_norm.weight": (n_embd,), "blk.0.attn_q.weight": (n_embd, n_embd),
-              "blk.0.attn_k.weight": (n_embd, n_embd), "blk.0.attn_v.weight": (n_embd, n_embd),
-              "blk.0.attn_output.weight": (n_embd, n_embd), "blk.0.ffn_gate.weight": (n_ff, n_embd),
-              "blk.0.ffn_up.weight": (n_ff, n_embd), "blk.0.ffn_down.weight": (n_embd, n_ff)}
-    for name, shape in shapes.items():
-        w.add_tensor(name, rng.standard_normal(shape).astype(np.float32) * 0.1)
+    for tensor, a in tensors.items():
+        w.add_tensor(tensor, a)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
     return Path(path)
+
+
+def layer_shapes(n_vocab: int, n_embd: int, n_ff: int) -> dict[str, tuple[int, ...]]:
+    return {"token_embd.weight": (n_vocab, n_embd), "output_norm.weight": (n_embd,),
+            "output.weight": (n_vocab, n_embd), "blk.0.attn_norm.weight": (n_embd,),
+            "blk.0.ffn_norm.weight": (n_embd,), "blk.0.attn_q.weight": (n_embd, n_embd),
+            "blk.0.attn_k.weight": (n_embd, n_embd), "blk.0.attn_v.weight": (n_embd, n_embd),
+            "blk.0.attn_output.weight": (n_embd, n_embd), "blk.0.ffn_gate.weight": (n_ff, n_embd),
+            "blk.0.ffn_up.weight": (n_ff, n_embd), "blk.0.ffn_down.weight": (n_embd, n_ff)}
+
+
+def write_format_gguf(path, fmt: Format) -> Path:
+    """A loadable GGUF with `fmt`'s template and markers (format_vocab) and small random weights."""
+    rng = np.random.default_rng(0)
+    shapes = layer_shapes(len(format_vocab(fmt)[0]), 16, 32)
+    return write_one_layer_gguf(path, "template-test", fmt,
+                                {k: rng.standard_normal(v).astype(np.float32) * 0.1 for k, v in shapes.items()})
