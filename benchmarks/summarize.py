@@ -6,7 +6,8 @@ from pathlib import Path
 
 args = sys.argv[1:]
 markdown = "--markdown" in args
-paths = [a for a in args if a != "--markdown"]
+# oracle_ceiling.py's results (oracle-NAME.json, beside the bench result NAME.json) have their own table.
+paths = [a for a in args if a != "--markdown" and not Path(a).name.startswith("oracle-")]
 if markdown:
     print("| result | cases | config | tok/s | speedup | tokens/pass | acceptance | forced share | identical | "
           "valid JSON | AST |")

@@ -143,6 +143,7 @@ class HybridDrafter(Drafter):
         self.switched_off: dict[str, str] = {}
         self._lookup_s: dict[str, float] = {}  # per source key, this window: time spent in candidate()
         self._saved: dict[str, int] = {}  # ... and its tokens accepted (each saved a target pass)
+        self._drafted: dict[str, int] = {}  # ... and its tokens drafted (sent to the target to judge)
         self._asked = 0  # proposals in this window
         self._resting: set[str] = set()  # source keys sitting out this window
 
@@ -188,7 +189,8 @@ class HybridDrafter(Drafter):
 
     # -- costs -----------------------------------------------------------------------------------------------
     def _gate(self) -> None:
-        """At the end of each window, rest the sources whose lookups cost more than their accepted tokens saved."""
+        """At the end of each window, rest the sources whose guesses were drafted but whose lookups cost more than
+        their accepted tokens saved."""
         self._asked += 1
         if self._asked < _GATE_WINDOW:
             return
@@ -197,13 +199,15 @@ class HybridDrafter(Drafter):
         for src in self.sources:
             key = src.rate_key
             spent, saved = self._lookup_s.get(key, 0.0), self._saved.get(key, 0) * step
-            if step and spent > saved:
+            # Only a source whose guesses were drafted and judged: where the cut let nothing through (rows as
+            # costly as a step on a busy machine) no source had its chance.
+            if step and spent > saved and self._drafted.get(key, 0):
                 self._resting.add(key)
                 self.switched_off[key] = (f"lookups cost {1000 * spent / self._asked:.3f} ms a step, saved "
                                           f"{1000 * saved / self._asked:.3f} ms: off for {_GATE_WINDOW} steps")
             else:
                 self.switched_off.pop(key, None)
-        self._asked, self._lookup_s, self._saved = 0, {}, {}
+        self._asked, self._lookup_s, self._saved, self._drafted = 0, {}, {}, {}
 
     def _model_pays(self, token_s: float, thr: float) -> None:
         """Say in the stats when the draft model is not drafting because it costs more than it can save."""
@@ -300,6 +304,9 @@ class HybridDrafter(Drafter):
             keep = min(keep, tail)
         draft.truncate(keep)
         del self._keys[keep:]
+        for key in self._keys:
+            if key is not None:
+                self._drafted[key[0]] = self._drafted.get(key[0], 0) + 1
         if cons is not None and self.schema and keep:
             draft.next_forced = self._forced_after(cons, draft.tokens)
         return draft
