@@ -95,6 +95,18 @@ def test_run_the_app_and_config_show_use_the_same_defaults(home, tmp_path, capsy
     assert run_args("--temperature", "0.3").temperature == 0.3  # a flag still wins
 
 
+def test_thinking_defaults_to_config_and_flags_win(home, tmp_path):  # noqa: F811
+    """One default for reasoning models: config.toml's reasoning.thinking, for `run` and the app alike."""
+    from localspec.tui.options import AppOptions
+    from localspec.tui.session import ChatSession
+
+    assert run_args().thinking is True and ChatSession(AppOptions(workspace=tmp_path, record=False)).thinking
+    set_config_value("reasoning.thinking", "false")
+    assert run_args().thinking is False
+    assert ChatSession(AppOptions(workspace=tmp_path, record=False)).thinking is False
+    assert run_args("--thinking").thinking is True and run_args("--no-thinking").thinking is False
+
+
 # ---- chat templates --------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

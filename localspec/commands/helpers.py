@@ -60,6 +60,7 @@ def apply_config(args, hints=None) -> None:
         "temperature": cfg.sampling.temperature, "top_k": cfg.sampling.top_k, "top_p": cfg.sampling.top_p,
         "min_p": cfg.sampling.min_p,
         "seed": cfg.sampling.seed,
+        "thinking": cfg.reasoning.thinking,
         "drafters": ",".join(registry.enabled(cfg.get)) or "none",
         "n_gpu_layers": tuning.target_gpu_layers, "draft_n_gpu_layers": tuning.draft_gpu_layers,
     }

@@ -33,8 +33,11 @@ def add_reasoning_args(p) -> None:
     g.add_argument("--reasoning", choices=("show", "hide"), default="show",
                    help="show (default): the reasoning goes to stderr as it is written; hide: not printed "
                         "(--json always has it in \"reasoning\")")
-    g.add_argument("--no-thinking", dest="thinking", action="store_false",
-                   help="ask the model not to think first (the template's enable_thinking=false, or /no_think)")
+    g.add_argument("--no-thinking", dest="thinking", action="store_const", const=False, default=None,
+                   help="ask the model not to think first (the template's enable_thinking=false, or /no_think); "
+                        "default: reasoning.thinking in config.toml (on)")
+    g.add_argument("--thinking", dest="thinking", action="store_const", const=True,
+                   help="let the model think first where config.toml turned it off")
 
 
 def prompt_tokens(model, prompt: str, raw: bool, thinking: bool = True) -> list[int]:

@@ -50,6 +50,13 @@ class Sampling(_Section):
     seed: int | None = None  # None: random
 
 
+class Reasoning(_Section):
+    """Reasoning models (Qwen3, DeepSeek-R1 distills): whether they think before answering by default (the template's
+    enable_thinking, or /no_think where it has none). Ctrl+R in the app and `run --no-thinking` switch it per use."""
+
+    thinking: bool = True
+
+
 class Backend(_Section):
     """Where generation runs: the local llama.cpp engine, or an OpenAI-compatible server."""
 
@@ -85,6 +92,7 @@ class Settings(_Section):
     theme: str = "textual-dark"
     drafters: Drafters = Field(default_factory=Drafters)
     sampling: Sampling = Field(default_factory=Sampling)
+    reasoning: Reasoning = Field(default_factory=Reasoning)
     backend: Backend = Field(default_factory=Backend)
     tools: Tools = Field(default_factory=Tools)
     # pair name -> Jinja chat template file, for GGUFs whose own template is missing or wrong

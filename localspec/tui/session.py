@@ -213,8 +213,10 @@ class ChatSession:
         self.settings = settings
         self.toolbox.policy.mode = settings.approval
         self.toolbox.env_allow = tuple(settings.tools.env_allow_names())
+        self._thinking = None  # the saved default wins over an earlier Ctrl+R
         if self._agent is not None:
             self._agent.params = self._params(self._hints)  # Agent.params is its TurnSettings' params
+            self._agent.thinking = self.thinking
 
     # -- conversation ---------------------------------------------------------------------------------------------
     @property
@@ -233,12 +235,12 @@ class ChatSession:
             self.temperature = self.max_tokens_override = None  # a new conversation starts from the defaults
 
     # -- reasoning models (Ctrl+R) ------------------------------------------------------------------------------------
-    _thinking: bool = True
+    _thinking: bool | None = None  # None: config.toml's reasoning.thinking
 
     @property
     def thinking(self) -> bool:
         """Whether reasoning models think before answering (Qwen3's enable_thinking; /no_think otherwise)."""
-        return self._thinking
+        return self.settings.reasoning.thinking if self._thinking is None else self._thinking
 
     @thinking.setter
     def thinking(self, on: bool) -> None:
@@ -351,7 +353,7 @@ class ChatSession:
         agent = Agent(engine, self.toolbox, system=None, params=self._params(hints),
                       call_max_tokens=self.options.max_tokens, transcript=self._transcript)
         agent.messages = self.history  # the conversation survives a change of pair
-        agent.thinking = self._thinking
+        agent.thinking = self.thinking
         return agent
 
     def run_turn(self, text: str, post: Post, cancel: threading.Event) -> None:

@@ -33,6 +33,7 @@ HELP = {
     "theme": "colour theme of this app",
     "sampling.temperature": "0: greedy (exactly the target's own output); higher: more varied",
     "sampling.seed": "empty: random",
+    "reasoning.thinking": "reasoning models think before answering (Ctrl+R switches it in the chat)",
     **{d.config_key: d.summary for d in registry.DRAFTERS},
 }
 MAX_TOKENS_LIMIT = 1_000_000
