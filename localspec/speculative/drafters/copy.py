@@ -172,7 +172,7 @@ class CopyDrafter(CandidateDrafter):
         return self._in_prose(max_len)
 
     def _in_string(self, max_len: int) -> tuple[list[int], int]:
-        text = bytes(self.index.text)
+        text = self.index.text  # read in place: a copy of the whole context per step would be wasted
         start = string_start(text)
         if start < 0 or CONTROL in text[start:]:
             return [], 0
@@ -214,9 +214,9 @@ class CopyDrafter(CandidateDrafter):
         return self._tokens(old[: self.max_bytes * 2], max_len), len(old)
 
     def _in_prose(self, max_len: int) -> tuple[list[int], int]:
-        text = bytes(self.index.text)
+        text = self.index.text  # read in place: a copy of the whole context per step would be wasted
         turn = text.rfind(CONTROL) + 1
-        query = text[max(turn, len(text) - self.max_query):]
+        query = bytes(text[max(turn, len(text) - self.max_query):])
         corpus = self._corpus(len(text) - len(query))
         end, length = self._longest(corpus, query, self.min_prose_match)
         if end < 0:
