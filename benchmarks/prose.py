@@ -24,6 +24,12 @@ PROMPTS = {
     "hash map": "Explain how a hash map works.",
     "cooking tips": "Give me five cooking tips.",
 }
+# Prompts the prose policy was never tuned on (--prompts heldout): judged, not tuned.
+HELDOUT = {
+    "water cycle": "Describe the water cycle to a ten-year-old.",
+    "autumn poem": "Write a poem about autumn in a small town.",
+    "job email": "Write an email asking my manager for a day off next Friday.",
+}
 
 
 def run_once(target: str, draft: str | None, config: str, prompt: str, max_tokens: int, threads: int) -> dict:
@@ -50,13 +56,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--configs", default="no-draft,default", help="no-draft, default, ngram (comma-separated)")
     ap.add_argument("--json", action="store_true", help="print the raw figures as JSON too")
+    ap.add_argument("--prompts", choices=("tuned", "heldout"), default="tuned",
+                    help="the issue's three prompts (the policy was tuned on them) or three held-out ones")
     args = ap.parse_args()
+    prompts = PROMPTS if args.prompts == "tuned" else HELDOUT
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     if "no-draft" not in configs:
         configs.insert(0, "no-draft")
     runs: dict[tuple[str, str], list[dict]] = {}
     for _ in range(args.reps):
-        for name, prompt in PROMPTS.items():
+        for name, prompt in prompts.items():
             for config in configs:  # taking turns: a drift shifts every config alike
                 runs.setdefault((name, config), []).append(
                     run_once(args.target, args.draft, config, prompt, args.max_tokens, args.threads))
@@ -65,7 +74,7 @@ def main() -> None:
     print("| prompt | config | tok/s | ratio to --no-draft | estimated_speedup | drafted/accepted | switched off |")
     print("|---|---|---|---|---|---|---|")
     table = []
-    for name in PROMPTS:
+    for name in prompts:
         base = statistics.median(s["tokens_per_second"] for s in runs[(name, "no-draft")])
         for config in configs:
             stats = runs[(name, config)]

@@ -172,3 +172,42 @@ def test_against_llama_cpp_server_reports_no_statistics(llama_cpp_server, capsys
     out, err = capsys.readouterr()
     assert out.strip() and "statistics unavailable" in err
     assert summary(None, "x") == "speculative statistics unavailable: x reports none"
+
+
+def test_a_hostile_servers_tool_call_is_shown_escaped(capsys):
+    """`run --backend openai` prints the tool calls a server sends back; their name and arguments are the server's
+    text, so terminal escapes in them are shown, not run. The server here is a stand-in for a hostile one: it
+    answers every completion with such a call."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    call = {"id": "c1", "type": "function", "function": {
+        "name": "rm\x1b]0;pwned\x07", "arguments": json.dumps({"path": "\x1b[2J\x1b[31mred\u202e"})}}
+    body = json.dumps({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "", "tool_calls": [call]}}]}).encode()
+
+    class Hostile(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # noqa: N802
+            self.send_error(404)
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        assert main(["run", "hi", "--backend", "openai", "--base-url", url, "--model", "m", "--max-tokens", "5"]) == 0
+    finally:
+        server.shutdown()
+    out = capsys.readouterr().out
+    assert "[tool call] rm" in out and "pwned" in out and "red" in out
+    assert not any(c in out for c in "\x1b\x07\u202e")

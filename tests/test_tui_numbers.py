@@ -26,10 +26,37 @@ def test_estimated_speedup(tokens, passes, decoding_s, single_s, expected):
 
 
 def test_stats_object_uses_the_same_definitions():
-    s = Stats(generated_tokens=145, target_passes=100, draft_s=0.2, verify_s=1.3, decode_s=1.0, target_token_s=0.01)
+    # No plain pass measured: the fitted single-token cost plus this run's judging time per pass, plus the loop's
+    # time per token, against the whole generation time.
+    s = Stats(generated_tokens=145, target_passes=100, draft_s=0.2, verify_s=1.3, decode_s=1.0, target_token_s=0.01,
+              wall_s=1.6)
+    step = 0.01 + 0.3 / 100 + 0.1 / 145
     assert s.mean_accepted_length == pytest.approx(1.45)
-    assert s.estimated_speedup == pytest.approx(145 * 0.01 / 1.2)
+    assert s.plain_step_s == pytest.approx(step)
+    assert s.estimated_speedup == pytest.approx(145 * step / 1.6)
     assert s.to_dict()["estimated_speedup"] == round(s.estimated_speedup, 3)
+
+
+@pytest.mark.parametrize("plain, drafted, draft_s, other_s, expected", [
+    # Target alone: 100 plain passes of 10 ms (+1 ms judging each) and 0.1 s of loop: measured against itself.
+    (100, 0, 0.0, 0.1, 1.0),
+    # Prose where drafting only cost: 0.1 s of lookups and ten passes with a wasted row (12 ms instead of 11).
+    (90, 10, 0.1, 0.1, 100 * (0.010 + 0.001 + 0.001) / (0.1 + 90 * 0.011 + 10 * 0.012 + 0.1)),
+])
+def test_estimate_prices_a_token_at_a_plain_step(plain, drafted, draft_s, other_s, expected):
+    verify_s = plain * 0.011 + drafted * 0.012
+    s = Stats(generated_tokens=100, target_passes=plain + drafted, draft_s=draft_s, verify_s=verify_s,
+              decode_s=plain * 0.010 + drafted * 0.011, target_token_s=0.010, plain_passes=plain,
+              plain_verify_s=plain * 0.011, plain_decode_s=plain * 0.010, wall_s=draft_s + verify_s + other_s)
+    assert s.estimated_speedup == pytest.approx(expected)
+
+
+def test_a_stalled_pass_does_not_make_target_only_decoding_look_slower():
+    """The single-token cost is the median of the passes measured lately (target_token_s): one pass stalled by
+    another process inflates the run's time, not the price of a token, so the estimate shows the stall as a loss."""
+    s = Stats(generated_tokens=100, target_passes=100, verify_s=1.1 + 0.5, decode_s=1.0 + 0.5, target_token_s=0.010,
+              plain_passes=100, plain_verify_s=1.6, plain_decode_s=1.5, wall_s=1.6)
+    assert s.estimated_speedup == pytest.approx(100 * 0.011 / 1.6)
 
 
 def view(generated=200, speedup=0.7, drafters=None, passes=180):

@@ -61,12 +61,17 @@ def test_stats_view_live_and_final():
               verify_s=0.7, decode_s=0.6)
     s.drafters["model"].drafted, s.drafters["model"].accepted = 50, 24
     live = StatsView.of(s, elapsed_s=2.0, target_token_s=0.03)
-    # speedup: 40 tokens x 0.03 s (one single-token pass) over 0.8 s of drafting and target passes
-    assert live.tokens_per_second == 20.0 and live.estimated_speedup == pytest.approx(40 * 0.03 / 0.8)
+    # speedup: 40 tokens x what one costs with the target alone (the single-token pass, judging its row, the loop's
+    # time per token) over the 2.0 s so far, as the final figure is computed
+    step = 0.03 + (0.7 - 0.6) / 16 + (2.0 - 0.2 - 0.7) / 40
+    assert live.tokens_per_second == 20.0 and live.estimated_speedup == pytest.approx(40 * step / 2.0)
     assert live.acceptance_rate == 24 / 50 and live.mean_accepted_length == 2.5 and live.drafters == {"model": (50, 24)}
     s.wall_s, s.prefill_s, s.finish_reason = 3.0, 1.0, "length"
     final = StatsView.of(s)
-    assert final.tokens_per_second == 20.0 and final.estimated_speedup == pytest.approx(40 * 0.02 / 0.8)
+    # final: the whole 2.0 s of generation against 40 plain steps (the single-token pass, this run's judging time
+    # per pass and the loop's time per token)
+    step = 0.02 + (0.7 - 0.6) / 16 + (2.0 - 0.2 - 0.7) / 40
+    assert final.tokens_per_second == 20.0 and final.estimated_speedup == pytest.approx(40 * step / 2.0)
     assert final.finish_reason == "length"
     totals = SessionView().add(final, 2.0).add(final, 2.0)
     assert (totals.turns, totals.generated, totals.tokens_per_second) == (2, 80, 20.0)

@@ -34,6 +34,7 @@ def _check(args) -> None:
 def cmd_remote_run(args) -> int:
     from localspec.remote.backend import RemoteBackend, RemoteDone, RemoteTextDelta, RemoteToolCall
     from localspec.remote.stats import summary
+    from localspec.tools.display import ARGUMENT_CHARS, safe_text
 
     _check(args)
     key = args.api_key or os.environ.get("LOCALSPEC_REMOTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
@@ -54,7 +55,8 @@ def cmd_remote_run(args) -> int:
             sys.stdout.write(ev.text)
             sys.stdout.flush()
         elif isinstance(ev, RemoteToolCall):
-            sys.stdout.write(f"\n[tool call] {ev.name} {ev.arguments_json}")
+            # A server's text is untrusted: terminal escapes in a name or argument are shown, not run.
+            sys.stdout.write(f"\n[tool call] {safe_text(ev.name, 200)} {safe_text(ev.arguments_json, ARGUMENT_CHARS)}")
         elif isinstance(ev, RemoteDone):
             done = ev
     sys.stdout.write("\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from localspec.runtime.compat import check_models_compat
@@ -15,6 +16,7 @@ class LoadedPair:
     target_ctx: Context
     draft: Model | None = None
     draft_ctx: Context | None = None
+    draft_token_s: float = 0.0  # one single-token decode of the draft model, timed at load (warm_up)
 
     def close(self) -> None:
         for obj in (self.draft_ctx, self.draft, self.target_ctx, self.target):
@@ -35,4 +37,19 @@ def load_pair(target_path, draft_path=None, *, target: ModelSettings = ModelSett
         dmodel.close()
         tmodel.close()
         raise
-    return LoadedPair(tmodel, Context(tmodel, ctx), dmodel, Context(dmodel, draft_ctx or ctx))
+    dctx = Context(dmodel, draft_ctx or ctx)
+    return LoadedPair(tmodel, Context(tmodel, ctx), dmodel, dctx, warm_up(dctx))
+
+
+def warm_up(ctx: Context) -> float:
+    """Throwaway decodes, as llama.cpp's own tools do at load: the first decode of a context pages its weights in
+    and sets up its buffers; the second is timed. Returns what one single-token decode costs, so that the drafting
+    policy knows a draft model's price before trying it mid-generation (on this CPU SmolLM2's Q4_1 copy costs as
+    much as its F16 target, which the file sizes do not tell, and one try costs a catch-up of the whole context)."""
+    tok = ctx.model.bos if ctx.model.bos >= 0 else 0
+    ctx.decode([tok])
+    t0 = time.perf_counter()
+    ctx.decode([tok])
+    spent = time.perf_counter() - t0
+    ctx.clear()
+    return spent

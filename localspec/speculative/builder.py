@@ -52,6 +52,8 @@ def build_engine(pair: LoadedPair, *, use_draft_model: bool = True, draft_max: i
         costs=costs, schema="schema" in names, model=model, max_len=max_draft, tokenize=tokenize,
         # On a CPU, decoding streams every weight once per step: file sizes give a first cost ratio.
         model_cost_ratio=(pair.draft.path.stat().st_size / pair.target.path.stat().st_size) if model else 0.0,
+        # ... and the draft's own step, timed at load, replaces that guess (its price on this machine).
+        model_token_s=pair.draft_token_s if model else 0.0,
         history=HistoryDrafter(tokenize, history) if "history" in names else None,
         ngram=NgramDrafter() if "ngram" in names else None,
         # Prompt lookup runs on tokens and on text: values copied from prose are tokenised differently in JSON,

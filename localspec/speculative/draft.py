@@ -88,6 +88,15 @@ class CandidateDrafter(Drafter):
     # disagree, it wins on the odds of its pick alone, not on how far each runs (HybridDrafter._best_candidate).
     picks = False
     min_match = 0  # shorter matches propose nothing when used alone
+    # It only has something to say inside a tool call (values copied into JSON, which tool): in prose the hybrid
+    # does not ask it, so its lookups cost nothing there.
+    grammar_only = False
+    # What the latest candidate() knew beyond its tokens (sources that copy long spans set them on every call):
+    # positions in its tokens where a copy may plausibly stop (a line start: where an edit's `old` ends), priced
+    # with an acceptance of their own; and a refinement of the rate key (":old", ":content": which JSON value the
+    # copy goes into), so each kind of copy learns its own rates.
+    breaks: tuple[int, ...] = ()
+    rate_suffix = ""
 
     @property
     def rate_key(self) -> str:

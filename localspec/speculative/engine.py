@@ -228,7 +228,12 @@ class SpecEngine:
         ctx.truncate(base + 1 + verdict.accepted)
         stats.forced += verdict.forced
         self._record(draft, verdict.accepted, stats)
-        stats.verify_s += time.perf_counter() - t0
+        spent = time.perf_counter() - t0
+        stats.verify_s += spent
+        if not draft.tokens:
+            stats.plain_passes += 1
+            stats.plain_verify_s += spent
+            stats.plain_decode_s += t_decode
         return verdict.accepted, verdict.next_token
 
     @staticmethod

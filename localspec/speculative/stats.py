@@ -6,15 +6,19 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 
+PLAIN_PASSES_MIN = 8  # plain passes needed before their mean stands for a target-only step
+
+
 def tokens_per_pass(tokens: int, passes: int) -> float:
     """Tokens per counted target pass; 0.0 before there is one."""
     return tokens / passes if passes else 0.0
 
 
 def estimate_speedup(tokens: int, passes: int, decoding_s: float, single_token_s: float) -> float:
-    """How many times faster than target-only decoding: (tokens x one single-token target pass, measured on this
-    machine) / (time spent drafting and in the target's passes). Prompt processing and the bookkeeping around each
-    pass are left out of both sides, so target-only decoding comes out at 1.00x. Capped at tokens per pass: a
+    """How many times faster than target-only decoding: (tokens x one single-token target step, measured on this
+    machine) / (the time those tokens took). What the step includes, the time must include too (the live panel
+    counts drafting and the target's passes; Stats.estimated_speedup the whole generation time against a plain
+    step's wall time), so target-only decoding comes out at 1.00x. Capped at tokens per pass: a
     batched pass never costs less than a single-token one, so the only way to beat target-only decoding is to emit
     more tokens per pass; the cap keeps a single-token cost measured on a cold or busy machine from inflating the
     figure. 0.0: not measured."""
@@ -51,6 +55,11 @@ class Stats:
     decode_s: float = 0.0  # the target's forward passes alone (part of verify_s, without judging the rows)
     wall_s: float = 0.0
     target_token_s: float = 0.0  # measured cost of one single-token target pass, for the speedup estimate
+    # Passes that verified nothing (an empty draft) are a plain decoding step: what they cost beyond the forward
+    # pass itself (judging the row), as measured in this very run, target-only decoding pays per token too.
+    plain_passes: int = 0
+    plain_verify_s: float = 0.0
+    plain_decode_s: float = 0.0
     finish_reason: str = ""
     switched_off: dict[str, str] = field(default_factory=dict)  # drafters not drafting for now, and why
 
@@ -77,10 +86,24 @@ class Stats:
         return self.generated_tokens / self.generation_s if self.generation_s > 0 else 0.0
 
     @property
+    def plain_step_s(self) -> float:
+        """What one token costs decoding with the target alone, bookkeeping included: the single-token forward pass
+        (target_token_s: the median of those measured lately, so a pass stalled by another process does not count),
+        judging its row (measured on this run's passes that verified nothing, where there were enough of them, else
+        on all its passes), and the loop's own time per token."""
+        if not self.target_token_s or not self.target_passes:
+            return 0.0
+        if self.plain_passes >= PLAIN_PASSES_MIN:
+            judge = (self.plain_verify_s - self.plain_decode_s) / self.plain_passes
+        else:
+            judge = (self.verify_s - self.decode_s) / self.target_passes
+        return self.target_token_s + max(judge, 0.0) + self.other_s / max(self.generated_tokens, 1)
+
+    @property
     def estimated_speedup(self) -> float:
-        """Against target-only decoding; see `estimate_speedup`."""
-        return estimate_speedup(self.generated_tokens, self.target_passes, self.draft_s + self.decode_s,
-                                self.target_token_s)
+        """Against target-only decoding (see `estimate_speedup`): the whole generation time, drafting and
+        bookkeeping included, against what target-only decoding would have taken (plain_step_s per token)."""
+        return estimate_speedup(self.generated_tokens, self.target_passes, self.generation_s, self.plain_step_s)
 
     def record_position(self, pos: int, accepted: bool) -> None:
         while len(self.per_position_drafted) <= pos:
@@ -93,7 +116,8 @@ class Stats:
     def merge(self, other: "Stats") -> None:
         """Add another generation's counts and times (session totals)."""
         for name in ("generated_tokens", "prompt_tokens", "prefill_tokens", "target_passes", "drafted", "accepted",
-                     "forced", "prefill_s", "draft_s", "verify_s", "decode_s", "wall_s"):
+                     "forced", "prefill_s", "draft_s", "verify_s", "decode_s", "wall_s", "plain_passes",
+                     "plain_verify_s", "plain_decode_s"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for pos, (d, a) in enumerate(zip(other.per_position_drafted, other.per_position_accepted)):
             for _ in range(a):

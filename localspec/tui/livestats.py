@@ -6,9 +6,9 @@ generation runs, Stats.wall_s is not set yet, so rates come from the elapsed tim
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from localspec.speculative.stats import Stats, estimate_speedup
+from localspec.speculative.stats import Stats
 
 SLOW_AFTER_TOKENS = 64  # "a while": enough tokens for the estimate to mean something
 SLOW_BELOW = 1.0
@@ -35,8 +35,8 @@ class StatsView:
             tps, speedup = stats.tokens_per_second, stats.estimated_speedup
         else:  # the same estimate as the final one, from the costs measured so far
             tps = stats.generated_tokens / elapsed_s if elapsed_s > 0 else 0.0
-            speedup = estimate_speedup(stats.generated_tokens, stats.target_passes, stats.draft_s + stats.decode_s,
-                                       target_token_s or stats.target_token_s)
+            now = replace(stats, wall_s=stats.prefill_s + elapsed_s, target_token_s=target_token_s or stats.target_token_s)
+            speedup = now.estimated_speedup
         return cls(stats.generated_tokens, stats.drafted, stats.accepted, stats.target_passes, stats.acceptance_rate,
                    stats.mean_accepted_length, tps, speedup, drafters, stats.finish_reason)
 

@@ -4,7 +4,7 @@ An agent edits files with `edit_file` (`old` copied exactly from the file, `new`
 `write_file` (the whole file again). The file's text is in the context raw, as a tool result; in the call it sits
 inside a JSON string, where a newline is `\\n`, a quote `\\"`, a backslash `\\\\`. Token n-grams never match across
 that, and the text lookup stops at the first newline or quote. Here the string being written is unescaped, its
-tail is looked up in the context's text (and in the unescaped text of earlier calls' strings), and what followed
+tail is looked up in the context's text (earlier calls' strings read unescaped there), and what followed
 is proposed escaped again, many lines in one draft: up to where the copied region ends (a turn marker, the end of
 the earlier string) or the byte budget. Outside a grammar (a reply that quotes a file in a Markdown fence) the same
 lookup runs on the raw text, for long matches only.
@@ -27,6 +27,10 @@ from localspec.speculative.drafters.textlookup import CONTROL, TextIndex, contex
 # A JSON string literal with at least one escape in it: the text of an earlier call's long value. Literals without
 # an escape read the same raw and escaped, so the raw text already holds them.
 _ESCAPED_LITERAL = re.compile(rb'"((?:[^"\\\x00\n]|\\[^\x00\n])*\\(?:[^"\\\x00\n]|\\[^\x00\n])*)"')
+# The same, as a value in a call's arguments ('"old": "...'): in the text the copy looks in, each is read unescaped
+# (its literal fenced by CONTROL, so no match runs across its ends). Literals elsewhere (code in a tool result)
+# are the file's own text and stay as they are.
+_CALL_VALUE = re.compile(rb'":\s*"((?:[^"\\\x00\n]|\\[^\x00\n])*\\(?:[^"\\\x00\n]|\\[^\x00\n])*)"')
 _VALUE_KEY = re.compile(rb'"([A-Za-z_][\w-]{0,40})"\s*:\s*"$')
 _NEW_REQUEST = 64  # tokens dropped from the context at once: more than any rejected draft (max_draft)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
@@ -71,6 +75,42 @@ def call_strings(text: bytes, end: int | None = None) -> list[bytes]:
     return [unescape_partial(m.group(1).decode("utf-8", "replace"))[0].encode() for m in found]
 
 
+def raw_view(text: bytes) -> bytes:
+    """`text` with every call argument's escaped string read as the raw text it stands for, fenced by CONTROL: the
+    copy drafter matches raw text (the file in a tool result, the `old` just written) and escapes what it proposes,
+    so an earlier call's escaped text left as it is would match and come out escaped twice."""
+    out, last = [], 0
+    for m in _CALL_VALUE.finditer(text):
+        out += (text[last:m.start(1)], CONTROL, unescape_partial(m.group(1).decode("utf-8", "replace"))[0].encode(),
+                CONTROL)
+        last = m.end(1)
+    if not out:
+        return bytes(text)
+    out.append(text[last:])
+    return b"".join(out)
+
+
+def line_starts(escaped: bytes) -> list[int]:
+    """Offsets in a JSON string body just after each escaped newline (`\\n`; an escaped backslash before an `n`
+    is not one)."""
+    out, i = [], 0
+    while True:
+        i = escaped.find(b"\\", i)
+        if i < 0 or i + 1 >= len(escaped):
+            return out
+        if escaped[i + 1] == 0x6E:  # n
+            out.append(i + 2)
+        i += 2
+
+
+def _value_kind(text: bytes, start: int) -> str:
+    """CandidateDrafter.rate_suffix for a copy into the string that opened at `start`: its key where it is one an
+    edit uses (an `old` ends early, `content` runs to the end of the file), else one suffix for every other value."""
+    key = _VALUE_KEY.search(text, max(start - 48, 0), start)
+    name = key.group(1).decode() if key else ""
+    return ":" + name if name in ("old", "new", "content") else ":value"
+
+
 def string_start(text: bytes) -> int:
     """Offset just after the quote that opened the JSON string `text` ends inside (-1 if none on record): the last
     quote not escaped by a backslash before it."""
@@ -99,9 +139,10 @@ class CopyDrafter(CandidateDrafter):
         self.min_match = min_match  # bytes of a string's tail that must match (or the whole string so far)
         self.min_prose_match = min_prose_match  # outside a string a short match is prompt lookup's business
         self.max_query = max_query
-        self.index = TextIndex(context_piece(token_bytes))
-        self._unescaped = b""  # earlier calls' escaped strings, unescaped, each ended by CONTROL
-        self._unescaped_upto = -1  # the context offset they were collected up to (the last turn marker)
+        self._piece = context_piece(token_bytes)
+        self.index = TextIndex(self._piece)
+        self._view = b""  # raw_view of the context up to its last turn marker ...
+        self._view_upto = -1  # ... which is here
         # Text of earlier requests and sessions; a context dropped for a new request goes there.
         self.memory = memory
 
@@ -126,13 +167,14 @@ class CopyDrafter(CandidateDrafter):
 
     # -- the corpus --------------------------------------------------------------------------------------------
     def _corpus(self, end: int) -> bytes:
-        """The context's text before `end` plus the unescaped strings of finished turns."""
+        """The context's text before `end`, its calls' strings unescaped (raw_view). The finished turns' part is
+        kept until the next turn marker; only the current turn is read again."""
         text = self.index.text
-        upto = text.rfind(CONTROL)
-        if upto != self._unescaped_upto:
-            self._unescaped = b"".join(s + CONTROL for s in call_strings(bytes(text), max(upto, 0)))
-            self._unescaped_upto = upto
-        return bytes(text[:end]) + CONTROL + self._unescaped
+        upto = max(text.rfind(CONTROL, 0, end), 0)
+        if upto != self._view_upto:
+            self._view = raw_view(bytes(text[:upto]))
+            self._view_upto = upto
+        return self._view + raw_view(bytes(text[upto:end]))
 
     @staticmethod
     def _longest(corpus: bytes, query: bytes, min_len: int) -> tuple[int, int]:
@@ -167,6 +209,7 @@ class CopyDrafter(CandidateDrafter):
     def candidate(self, context: Sequence[int], max_len: int,
                   constraint: Constraint | None = None) -> tuple[list[int], int]:
         self._sync(context)
+        self.breaks, self.rate_suffix = (), ""
         if constraint is not None:
             return self._in_string(max_len) if constraint.in_string() else ([], 0)
         return self._in_prose(max_len)
@@ -194,7 +237,10 @@ class CopyDrafter(CandidateDrafter):
             if not follow.startswith(pending):
                 return [], 0
             follow = follow[len(pending):]
-        return self._tokens(follow, max_len), length
+        if length >= len(raw.encode()) >= self.min_match:
+            length = max(length, 2 * self.min_match)  # the whole string so far is a copy (a file's line): strong
+        self.rate_suffix = _value_kind(text, start)
+        return self._escaped_tokens(follow, max_len), length
 
     def _repeat_value(self, text: bytes, start: int, max_len: int) -> tuple[list[int], int]:
         """At the start of `new`, the `old` value of the same call: a replacement is mostly a copy of the text it
@@ -211,7 +257,8 @@ class CopyDrafter(CandidateDrafter):
         if close <= 1:
             return [], 0
         old = body[:close - 1].decode("utf-8", "ignore")
-        return self._tokens(old[: self.max_bytes * 2], max_len), len(old)
+        self.rate_suffix = ":new"
+        return self._escaped_tokens(old[: self.max_bytes * 2], max_len), len(old)
 
     def _in_prose(self, max_len: int) -> tuple[list[int], int]:
         text = self.index.text  # read in place: a copy of the whole context per step would be wasted
@@ -233,6 +280,25 @@ class CopyDrafter(CandidateDrafter):
     def _tokens(self, follow: str, max_len: int) -> list[int]:
         return self._tokenize(follow)[: min(max_len, self.max_len)] if follow else []
 
+    def _escaped_tokens(self, follow: str, max_len: int) -> list[int]:
+        """The tokens of escaped text, with `breaks` set where a line of it starts (where a copy into `old` usually
+        stops): the first token that ends past each escaped newline, the one the model picks instead of going on."""
+        toks = self._tokens(follow, max_len)
+        starts = line_starts(follow.encode())
+        if toks and starts:
+            ends, pos = [], 0
+            for t in toks:
+                pos += len(self._piece(t))
+                ends.append(pos)
+            out, j = [], 0
+            for b in starts:
+                while j < len(ends) and ends[j] <= b:
+                    j += 1
+                if 0 < j < len(ends) and (not out or out[-1] != j):
+                    out.append(j)
+            self.breaks = tuple(out)
+        return toks
+
     def bucket(self, m: int) -> int:
         return 0 if m >= 2 * self.min_match else 1
 
@@ -240,4 +306,4 @@ class CopyDrafter(CandidateDrafter):
         if self.memory is not None:
             self._remember(bytes(self.index.text))  # a new conversation: the last one is remembered
         self.index = TextIndex(self.index._piece)
-        self._unescaped, self._unescaped_upto = b"", -1
+        self._view, self._view_upto = b"", -1

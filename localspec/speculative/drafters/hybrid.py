@@ -26,13 +26,56 @@ _PRIOR_DEPTH = 0.85  # ... and for the tokens after a candidate's first one, whi
 # A copy found by a long match (a file's lines copied into a call) goes on being right far longer: its long drafts
 # start near this and are then priced by what is observed at each depth.
 _PRIOR_DEPTH_BY = {"copy": 0.95}
+# Outside a grammar (prose) the same lookups are guesses at free text: a repeated phrase goes on far less often
+# than a value copied into a call. Acceptance there is learned apart (rate keys get PROSE appended) from these
+# priors, so that no row is spent on a guess before prose has shown it repeats (the cut needs p > c1 / (c0 + c1),
+# 0.25-0.35 on this CPU); a long copy (a file quoted in a reply) keeps its own prior.
+PROSE = ":prose"
+_PRIOR_PROSE = {"ngram": 0.3, "text": 0.2, "span": 0.2, "history": 0.4, "tool": 0.2, "copy": 0.6}
+_PRIOR_DEPTH_PROSE = 0.7
 _EMA = 0.15
 _DRIFT = 0.01  # per verify pass, towards the prior
 _FLOOR = 0.02  # below this probability of being reached a drafted token cannot pay for its row
 # A source's lookups cost time at every step whether or not it proposes anything. Over each window of this many
 # proposals its lookup time is set against the passes its accepted tokens saved; one that cost more sits out the
-# next window (then it is tried again: the text may have started to repeat).
+# next window (then it is tried again: the text may have started to repeat). In prose the window is shorter and a
+# source that keeps failing sits out twice as long each time (up to _PROSE_REST_MAX proposals): a story that does
+# not repeat itself should not pay for a lookup every few dozen tokens.
 _GATE_WINDOW = 48
+_PROSE_WINDOW = 16
+_PROSE_REST_MAX = 1024
+
+
+class _Gate:
+    """The accounts of the sources' lookups, for prose or for text under a grammar (apart: a source that pays in
+    tool calls may cost in the prose around them). Under a grammar only a source whose guesses were drafted and
+    judged can be rested: where the cut let nothing through (rows as costly as a step on a busy machine) no source
+    had its chance, and a source that speaks at one place only (which tool) must be there when a call starts. In
+    prose every lookup that saved less than it cost is rested: there it is pure cost."""
+
+    def __init__(self, prose: bool):
+        self.prose = prose
+        self.window = _PROSE_WINDOW if prose else _GATE_WINDOW
+        self.lookup_s: dict[str, float] = {}  # per source key, this window: time spent in candidate()
+        self.saved: dict[str, int] = {}  # ... and its tokens accepted (each saved a target pass)
+        self.drafted: dict[str, int] = {}  # ... and its tokens drafted (sent to the target to judge)
+        self.asked = 0  # proposals in this window
+        self.rest: dict[str, int] = {}  # source key -> proposals it still sits out
+        self.fails: dict[str, int] = {}  # source key -> windows in a row it ran and did not pay
+
+    @property
+    def resting(self) -> set[str]:
+        return {k for k, n in self.rest.items() if n > 0}
+
+    def label(self, key: str) -> str:
+        return key + " (prose)" if self.prose else key
+
+    def rest_for(self, key: str) -> int:
+        """How long a source that did not pay now sits out."""
+        if not self.prose:
+            return self.window
+        fails = self.fails[key] = self.fails.get(key, 0) + 1
+        return min(self.window << fails, _PROSE_REST_MAX)
 
 
 # Guesses that a value ends here, longest first. Two kinds, each with its own learned rate: another key follows
@@ -53,6 +96,8 @@ START = -1  # bucket of a candidate's first token: a guess at a choice point (wh
 
 DEPTHS = 4  # acceptance of a candidate's later tokens is tracked by depth 1, 2, 3, 4+: once the start of a copied
 # span is right the rest usually is too, which one rate for every token would miss
+LINE = DEPTHS + 1  # ... except where a copy may stop (CandidateDrafter.breaks: a line start), tracked apart
+_PRIOR_LINE = 0.85
 
 
 def _depth(i: int) -> int:
@@ -77,6 +122,11 @@ def cut_length(probs: Sequence[float], forced: Sequence[bool], c0: float, c1: fl
     return best_n
 
 
+def _base(key: str) -> str:
+    """A rate key without its suffixes (PROSE, CandidateDrafter.rate_suffix): the source it belongs to."""
+    return key.split(":", 1)[0]
+
+
 def _shared(a: list[int], b: list[int]) -> int:
     """How many leading tokens two token lists have in common (two candidates that disagree within it are rival
     guesses; a source's tokens that spell forced text are that text)."""
@@ -93,19 +143,23 @@ class _Candidate:
     the grammar forces (tracked as "bytes"); the source's own guess starts after them (bucket `start`), and the
     tokens that continue it are tracked by depth."""
 
-    __slots__ = ("name", "toks", "key", "rates", "start", "skip", "forced_rate")
+    __slots__ = ("name", "toks", "key", "rates", "start", "skip", "forced_rate", "breaks")
 
-    def __init__(self, name, toks, key, rates, start, skip=0, forced_rate=1.0):
+    def __init__(self, name, toks, key, rates, start, skip=0, forced_rate=1.0, breaks=()):
         self.name, self.toks, self.key, self.rates, self.start = name, toks, key, rates, start
         self.skip, self.forced_rate = skip, forced_rate
+        self.breaks = frozenset(breaks)  # token positions where the copy may stop (priced at the LINE rate)
+
+    def _level(self, i: int, d: int) -> int:
+        return LINE if i in self.breaks else _depth(d)
 
     def bucket(self, i: int) -> tuple[str, int]:
         d = i - self.skip
-        return ("bytes", START) if d < 0 else (self.key, _depth(d) if d else self.start)
+        return ("bytes", START) if d < 0 else (self.key, self._level(i, d) if d else self.start)
 
     def rate(self, i: int) -> float:
         d = i - self.skip
-        return self.forced_rate if d < 0 else self.rates[_depth(d)]
+        return self.forced_rate if d < 0 else self.rates[self._level(i, d) if d else 0]
 
 
 class HybridDrafter(Drafter):
@@ -115,7 +169,7 @@ class HybridDrafter(Drafter):
                  ngram: CandidateDrafter | None = None, text: CandidateDrafter | None = None,
                  spans: CandidateDrafter | None = None, tools: CandidateDrafter | None = None,
                  copy: CandidateDrafter | None = None, model: ModelDrafter | None = None,
-                 model_cost_ratio: float = 0.0, max_len: int = 64, tokenize=None):
+                 model_cost_ratio: float = 0.0, model_token_s: float = 0.0, max_len: int = 64, tokenize=None):
         self.costs = costs
         self.schema = schema
         # Guesses that a JSON value ends here ('",' '"}' ',' '}' ...): once one is accepted, the grammar forces
@@ -134,25 +188,29 @@ class HybridDrafter(Drafter):
         self.max_len = max_len
         self.rates: dict[tuple[str, int], float] = {}
         self._keys: list[tuple[str, int] | None] = []  # acceptance bucket of each token of the last draft
-        self.model_token_s = 0.0  # measured cost of one draft-model token
+        self.model_token_s = model_token_s  # measured cost of one draft-model token (0: not yet)
         # Before any measurement: the draft's cost per token relative to a target step. Running it once just to
         # measure would cost a catch-up prefill of the whole context, so a costly draft would never pay that back.
         self.model_cost_ratio = model_cost_ratio
         self._fixed = False
         # Drafters not paying on this machine right now, and why (Stats.switched_off).
         self.switched_off: dict[str, str] = {}
-        self._lookup_s: dict[str, float] = {}  # per source key, this window: time spent in candidate()
-        self._saved: dict[str, int] = {}  # ... and its tokens accepted (each saved a target pass)
-        self._drafted: dict[str, int] = {}  # ... and its tokens drafted (sent to the target to judge)
-        self._asked = 0  # proposals in this window
-        self._resting: set[str] = set()  # source keys sitting out this window
+        self._gates = {False: _Gate(prose=False), True: _Gate(prose=True)}
+        self._now = self._gates[False]  # the gate of the latest proposal
 
     # -- acceptance bookkeeping --------------------------------------------------------------------------------
     @staticmethod
     def _prior(name: str, bucket: int) -> float:
+        prose = name.endswith(PROSE)
+        name = _base(name)
+        if bucket == LINE:
+            return _PRIOR_LINE
+        first = (_PRIOR_PROSE if prose else _PRIOR).get(name, _PRIOR.get(name, 0.5))
         if bucket < START:
-            return 0.5 * _PRIOR.get(name, 0.5)  # a weak match: half as sure until measured
-        return _PRIOR.get(name, 0.5) if bucket < 1 or name == "model" else _PRIOR_DEPTH_BY.get(name, _PRIOR_DEPTH)
+            return 0.5 * first  # a weak match: half as sure until measured
+        if bucket < 1 or name == "model":
+            return first
+        return _PRIOR_DEPTH_BY.get(name, _PRIOR_DEPTH_PROSE if prose else _PRIOR_DEPTH)
 
     def rate(self, name: str, bucket: int) -> float:
         if self._fixed:
@@ -160,17 +218,19 @@ class HybridDrafter(Drafter):
         return self.rates.get((name, bucket), self._prior(name, bucket))
 
     def _rates(self, name: str, start: int) -> list[float]:
-        """Acceptance of a candidate's tokens: [first token, depth 1, ..., depth DEPTHS+]."""
-        return [self.rate(name, start)] + [self.rate(name, d) for d in range(1, DEPTHS + 1)]
+        """Acceptance of a candidate's tokens: [first token, depth 1, ..., depth DEPTHS+, at a break (LINE)]."""
+        return [self.rate(name, start)] + [self.rate(name, d) for d in range(1, LINE + 1)]
 
     def observe(self, draft: Draft, n_accepted: int) -> None:
         # Every rate drifts back towards its prior: a source that fell below the cut is no longer drafted, so no
         # longer observed, and would stay shut out where it has become right (a model looping on its own text).
         for key, old in self.rates.items():
             self.rates[key] = old + _DRIFT * (self._prior(*key) - old)
+        saved = self._now.saved
         for key in self._keys[:n_accepted]:
             if key is not None:
-                self._saved[key[0]] = self._saved.get(key[0], 0) + 1
+                k = _base(key[0])
+                saved[k] = saved.get(k, 0) + 1
         # Only positions the verifier actually judged: accepted ones and the first rejected one.
         for i, key in enumerate(self._keys[: n_accepted + 1]):
             if key is None:
@@ -188,26 +248,29 @@ class HybridDrafter(Drafter):
             src.add_call_tokens(tokens, text, tool)
 
     # -- costs -----------------------------------------------------------------------------------------------
-    def _gate(self) -> None:
-        """At the end of each window, rest the sources whose guesses were drafted but whose lookups cost more than
-        their accepted tokens saved."""
-        self._asked += 1
-        if self._asked < _GATE_WINDOW:
+    def _gate(self, gate: _Gate) -> None:
+        """At the end of each window, rest the sources whose lookups cost more than their accepted tokens saved
+        (see _Gate). A source keeps its note in `switched_off` until it has run again and paid."""
+        for key, n in gate.rest.items():
+            gate.rest[key] = n - 1
+        gate.asked += 1
+        if gate.asked < gate.window:
             return
         step = self.costs.single_token_s()
-        self._resting = set()
         for src in self.sources:
             key = src.rate_key
-            spent, saved = self._lookup_s.get(key, 0.0), self._saved.get(key, 0) * step
-            # Only a source whose guesses were drafted and judged: where the cut let nothing through (rows as
-            # costly as a step on a busy machine) no source had its chance.
-            if step and spent > saved and self._drafted.get(key, 0):
-                self._resting.add(key)
-                self.switched_off[key] = (f"lookups cost {1000 * spent / self._asked:.3f} ms a step, saved "
-                                          f"{1000 * saved / self._asked:.3f} ms: off for {_GATE_WINDOW} steps")
+            if key not in gate.lookup_s:
+                continue  # it sat out this window (or never looked)
+            spent, saved = gate.lookup_s[key], gate.saved.get(key, 0) * step
+            if step and spent > saved and (gate.prose or gate.drafted.get(key, 0)):
+                gate.rest[key] = rest = gate.rest_for(key)
+                self.switched_off[gate.label(key)] = (
+                    f"lookups cost {1000 * spent / gate.asked:.3f} ms a step, saved {1000 * saved / gate.asked:.3f} "
+                    f"ms: off for {rest} steps")
             else:
-                self.switched_off.pop(key, None)
-        self._asked, self._lookup_s, self._saved, self._drafted = 0, {}, {}, {}
+                gate.fails.pop(key, None)
+                self.switched_off.pop(gate.label(key), None)
+        gate.asked, gate.lookup_s, gate.saved, gate.drafted = 0, {}, {}, {}
 
     def _model_pays(self, token_s: float, thr: float) -> None:
         """Say in the stats when the draft model is not drafting because it costs more than it can save."""
@@ -233,9 +296,10 @@ class HybridDrafter(Drafter):
         # Seeded sampling must replay exactly: drafting then depends on nothing measured or learned, since the
         # accept/resample draws (and so the output) follow the drafts.
         self._fixed = not req.sampling.greedy and req.sampling.seed is not None
-        if not self._fixed:
-            self._gate()
         cons = req.constraint
+        self._now = self._gates[cons is None]
+        if not self._fixed:
+            self._gate(self._now)
         budget = min(req.max_len, self.max_len)
         reach = 1.0  # probability that verification gets this far
         thr = _FLOOR  # candidates are drafted generously, then cut where the expected gain peaks (_cut)
@@ -291,7 +355,7 @@ class HybridDrafter(Drafter):
                     reach *= best.rate(taken)
                     probs.append(reach)
                     taken += 1
-                ends_value = taken == len(best.toks) and best.key in self.whole_values
+                ends_value = taken == len(best.toks) and _base(best.key) in self.whole_values
                 if not taken or reach < thr:
                     break
         finally:
@@ -304,9 +368,11 @@ class HybridDrafter(Drafter):
             keep = min(keep, tail)
         draft.truncate(keep)
         del self._keys[keep:]
+        drafted = self._now.drafted
         for key in self._keys:
             if key is not None:
-                self._drafted[key[0]] = self._drafted.get(key[0], 0) + 1
+                k = _base(key[0])
+                drafted[k] = drafted.get(k, 0) + 1
         if cons is not None and self.schema and keep:
             draft.next_forced = self._forced_after(cons, draft.tokens)
         return draft
@@ -358,21 +424,24 @@ class HybridDrafter(Drafter):
         Where `best` is forced text, a source's tokens that spell it are tracked as forced text, not as its guess."""
         share = self._row_share()
         forced = best.toks if best is not None and best.key == "bytes" else []
+        gate = self._now
         for src in self.sources:
             key = src.rate_key  # acceptance is tracked per source, even under a shared name
-            if key in self._resting:
+            if gate.rest.get(key, 0) > 0 or (cons is None and src.grammar_only):
                 continue
             t0 = time.perf_counter()
             toks, m = src.candidate(context, room, cons)
-            self._lookup_s[key] = self._lookup_s.get(key, 0.0) + time.perf_counter() - t0
+            gate.lookup_s[key] = gate.lookup_s.get(key, 0.0) + time.perf_counter() - t0
             if not toks:
                 continue
+            key += PROSE if cons is None else src.rate_suffix
+            breaks = src.breaks
             if cons is not None:
                 toks = toks[: cons.valid_prefix(toks)]
             start = START - src.bucket(m)
             skip = _shared(toks, forced)
             cand = _Candidate(src.name, toks, key, self._rates(key, start), start, skip,
-                              self.rate("bytes", START))
+                              self.rate("bytes", START), breaks)
             n, value = self._take(cand, reach, thr, share)
             if not n:
                 continue
@@ -445,9 +514,10 @@ class HybridDrafter(Drafter):
         sub = DraftRequest(context, min(room, self.model.max_len), req.sampling, cons, req.rng)
         t0 = time.perf_counter()
         d = self.model.propose(sub)
-        if len(d):
-            per = (time.perf_counter() - t0) / len(d)
-            self.model_token_s = per if not self.model_token_s else 0.8 * self.model_token_s + 0.2 * per
+        # A call that drafts nothing (its first guess under p_min) still fed the model what it had not seen: its
+        # cost counts as one token's, else a model that never drafts would be fed every step at no price.
+        per = (time.perf_counter() - t0) / max(len(d), 1)
+        self.model_token_s = per if not self.model_token_s else 0.8 * self.model_token_s + 0.2 * per
         cand = _Candidate("model", d.tokens, "model", rates, START)
         n, _ = self._take(cand, reach, thr)
         if n == 0:

@@ -61,6 +61,7 @@ def request_spans(message: str) -> list[str]:
 class SpanDrafter(CandidateDrafter):
     name = "ngram"  # prompt lookup, as far as users and stats are concerned
     key = "span"  # its acceptance is tracked apart
+    grammar_only = True
     whole_value = True  # a candidate is a whole value: the hybrid guesses how it ends next
 
     def __init__(self, token_bytes: Callable[..., bytes], tokenize: Callable[[str], list[int]], *,

@@ -69,6 +69,7 @@ class TextIndex:
 class TextLookupDrafter(CandidateDrafter):
     name = "ngram"  # reported as prompt lookup, like the token-level one
     key = "text"  # but its acceptance is tracked separately
+    grammar_only = True  # one word at a time, for values in calls: prose has token n-grams and long copies
 
     def __init__(self, token_bytes: Callable[..., bytes], tokenize: Callable[[str], list[int]], *,
                  max_len: int = 16, min_match: int = 3, max_match: int = 48, max_bytes: int = 96):

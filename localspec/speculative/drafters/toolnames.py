@@ -51,6 +51,7 @@ def rank_tools(tools: Sequence[dict], request: str) -> str | None:
 class ToolNameDrafter(CandidateDrafter):
     name = "schema"  # drafted from the tools' definitions
     key = "tool"
+    grammar_only = True
     picks = True  # judged on the odds of its pick (see HybridDrafter._best_candidate)
 
     def __init__(self, token_bytes: Callable[..., bytes], tokenize: Callable[[str], list[int]]):

@@ -46,11 +46,11 @@ FIGURES = [
     ("acceptance", "drafted tokens the target accepted ÷ tokens drafted."),
     ("tokens / s", "tokens ÷ generation time, from the first token (prompt processing excluded); the sparkline "
                    "plots it over the turn."),
-    ("est. speedup", "how many times faster than the target model alone: tokens × the measured time of one "
-                     "single-token target pass ÷ the time spent drafting and in the target's passes (the bookkeeping "
-                     "around each pass is left out of both, so the target alone is 1.00x). Never above tokens / pass "
-                     "(a batched pass costs at least a single-token one). Below 1.0x speculation costs more than it "
-                     "saves, and the panel says what to try."),
+    ("est. speedup", "how many times faster than the target model alone: tokens × what one token costs with the "
+                     "target alone (a single-token pass, judging its row and the loop's own time, measured on this "
+                     "machine during the reply) ÷ the reply's generation time, drafting included (so the target "
+                     "alone is 1.00x). Never above tokens / pass (a batched pass costs at least a single-token one). "
+                     "Below 1.0x speculation costs more than it saves, and the panel says what to try."),
     ("drafted / accepted", "per drafting source (draft model, schema, history, n-gram): tokens it proposed, and "
                            "how many the target kept."),
     ("Session", "the same figures summed over the turns of this conversation (a new conversation restarts them)."),

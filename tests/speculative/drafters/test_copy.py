@@ -92,6 +92,27 @@ def test_new_starts_as_a_copy_of_old(m):
     assert d.candidate(ctx, 64, InString(True)) == ([], 0)
 
 
+def test_an_earlier_calls_escaped_text_is_not_escaped_twice(m):
+    """The most recent occurrence of what is being written is often the escaped `old` of this very call (or an
+    earlier call's value): it is read unescaped, so the proposal is the file's text escaped once."""
+    d = _drafter(m)
+    old = FILE[FILE.index("    item = "):]
+    written = ('{"name": "edit_file", "arguments": {"path": "inventory.py", "old": "' + escape(old)
+               + '", "new": "    item = self.items[sku]')
+    ctx = _ctx(m, "Here is the file:\n", FILE, "<|im_end|>\n<|im_start|>assistant\n", written)
+    text = m.detokenize(d.candidate(ctx, 64, InString(True))[0])
+    assert text.startswith("\\n    item.stock += amount\\n"), text
+    assert "\\\\n" not in text  # no '\\n': a newline escaped twice
+
+
+def test_a_literal_in_the_files_own_code_stays_as_the_file_has_it(m):
+    """Only call values are read unescaped: a string literal in a tool result's code is the file's text."""
+    code = 'print("done\\n")\nprint("next step")\n'  # the file holds a backslash and an n
+    d = _drafter(m)
+    ctx = _ctx(m, "Here is the file:\n", code, "<|im_end|>\n", '{"content": "print(\\"done')
+    assert m.detokenize(d.candidate(ctx, 64, InString(True))[0]).startswith('\\\\n\\")\\nprint(\\"next')
+
+
 def test_text_of_an_earlier_call_is_copied_unescaped_into_prose(m):
     d = _drafter(m)
     call = json.dumps({"path": "a.py", "content": FILE})
@@ -156,3 +177,20 @@ def test_calls_from_an_earlier_session_seed_the_memory(m):
     ctx = _ctx(m, "<|im_start|>assistant\n", '{"path": "a.py", "old": "' + escape(FILE[:60]))
     toks, _ = d.candidate(ctx, 32, InString(True))
     assert escape(FILE[60:]).startswith(m.detokenize(toks)) and toks
+
+
+def test_a_copy_marks_its_line_starts_and_the_value_it_goes_into(m):
+    """Where a line of the copied text starts is where an edit's `old` usually stops: the drafter marks the first
+    token past each escaped newline (CandidateDrafter.breaks), and says which value it copies into."""
+    d = _drafter(m)
+    written = '{"name": "edit_file", "arguments": {"path": "inventory.py", "old": "' + escape(FILE[:40])
+    toks, _ = d.candidate(_ctx(m, "Here is the file:\n", FILE, "<|im_end|>\n", written), 64, InString(True))
+    assert d.rate_suffix == ":old" and d.breaks
+    for i in d.breaks:  # each mark is the first token after a newline of the file
+        assert m.detokenize(toks[:i]).endswith("\\n") or m.detokenize(toks[:i + 1]).split("\\n")[-1].strip()
+    assert len(d.breaks) == m.detokenize(toks).count("\\n") - m.detokenize(toks).endswith("\\n")
+    d2 = _drafter(m)
+    d2.candidate(_ctx(m, FILE, "<|im_end|>\n", '{"content": "' + escape(FILE[:40])), 64, InString(True))
+    assert d2.rate_suffix == ":content"
+    d2.candidate(_ctx(m, FILE, "<|im_end|>\n", "The file starts with " + FILE[:40]), 64, None)
+    assert d2.rate_suffix == "" and d2.breaks == ()  # prose: no marks

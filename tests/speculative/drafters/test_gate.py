@@ -3,8 +3,9 @@ saved, says so in `switched_off`, and tries it again a window later (pure policy
 
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, DraftRequest
-from localspec.speculative.drafters.hybrid import _GATE_WINDOW, HybridDrafter
+from localspec.speculative.drafters.hybrid import _GATE_WINDOW, _PROSE_WINDOW, PROSE, HybridDrafter
 from localspec.speculative.sampling import SamplingParams
+from tests.speculative.fakes import Script
 
 
 class Source(CandidateDrafter):
@@ -25,34 +26,74 @@ def _costs() -> CostModel:
     return costs
 
 
-def test_a_source_that_saves_nothing_rests_and_is_tried_again():
+def _pair():
     idle, good = Source("ngram", [9]), Source("history", [5, 6, 7], after=3)
     h = HybridDrafter(costs=_costs(), schema=False, ngram=idle, history=good)
+    h.rates.update({(k, b): 0.9 for k in ("history", "history" + PROSE) for b in (-1, 1, 2, 3, 4)})  # it is right
+    return h, idle
+
+
+def test_in_prose_a_source_that_saves_nothing_rests_longer_each_time():
+    h, idle = _pair()
     req = DraftRequest([1, 2, 3], 8, SamplingParams())
-    for _ in range(_GATE_WINDOW - 1):
+    w = _PROSE_WINDOW
+    for _ in range(w - 1):
         d = h.propose(req)
         h.observe(d, 3)  # the good source's tokens are accepted, the idle one's guess after them is not
-    assert idle.asked >= _GATE_WINDOW - 1 and "ngram" not in h.switched_off
-    d = h.propose(req)  # a window has passed: the idle source is rested, the paying one is not
-    assert set(h.switched_off) == {"ngram"} and "ms a step" in h.switched_off["ngram"]
+    assert idle.asked >= w - 1 and not h.switched_off
     asked = idle.asked
-    for _ in range(_GATE_WINDOW - 1):
+    d = h.propose(req)  # a window has passed: the idle source is rested for two windows, the paying one is not
+    assert set(h.switched_off) == {"ngram (prose)"} and f"off for {2 * w} steps" in h.switched_off["ngram (prose)"]
+    for _ in range(2 * w - 1):
         h.observe(d, 3)
         d = h.propose(req)
-    assert idle.asked == asked and d.tokens == [5, 6, 7]  # and nothing after it
+        assert d.tokens == [5, 6, 7]  # and nothing after it
+    assert idle.asked == asked
     h.observe(d, 3)
-    h.propose(req)  # the next window: tried again
-    assert idle.asked > asked and "ngram" not in h.switched_off
+    d = h.propose(req)  # tried again; still not paying: then it sits out twice as long, and the note stays meanwhile
+    assert idle.asked > asked and "ngram (prose)" in h.switched_off
+    for _ in range(w):
+        h.observe(d, 3)
+        d = h.propose(req)
+    assert f"off for {4 * w} steps" in h.switched_off["ngram (prose)"]
 
 
-def test_a_source_the_cut_never_let_through_is_not_rested():
-    """On a busy machine a row can cost as much as a step: the cut then drafts nothing, and no source is to blame."""
+def test_under_a_grammar_a_source_that_saves_nothing_sits_out_one_window():
+    h, idle = _pair()
+    req = DraftRequest([1, 2, 3], 8, SamplingParams(), Script([{5, 6, 7, 9}] * 8))
+    for _ in range(_GATE_WINDOW):
+        d = h.propose(req)
+        h.observe(d, 3)
+    assert set(h.switched_off) == {"ngram"} and f"off for {_GATE_WINDOW} steps" in h.switched_off["ngram"]
+    asked = idle.asked
+    for _ in range(_GATE_WINDOW - 1):
+        d = h.propose(req)
+        h.observe(d, 3)
+    assert idle.asked == asked
+    h.propose(req)
+    assert idle.asked > asked  # back after one window
+
+
+def test_under_a_grammar_a_source_the_cut_never_let_through_is_not_rested():
+    """On a busy machine a row can cost as much as a step: the cut then drafts nothing, and no source is to blame;
+    under a grammar a source may speak at one place only (which tool), so it stays on."""
     src = Source("ngram", [9, 9])
     h = HybridDrafter(costs=_costs(), schema=False, ngram=src)
     h.rates.update({("ngram", b): 0.01 for b in (-2, -1, 1, 2, 3, 4)})  # far below what a row costs
+    grammar = Script([{8, 9}] * 4)
     for _ in range(2 * _GATE_WINDOW):
+        assert not h.propose(DraftRequest([1, 2, 3], 8, SamplingParams(), grammar)).tokens
+    assert not h.switched_off and src.asked == 2 * _GATE_WINDOW
+
+
+def test_in_prose_a_lookup_that_never_pays_rests_even_if_never_drafted():
+    """In prose a lookup whose guesses the cut never lets through is pure cost: it sits out the next window."""
+    src = Source("ngram", [9, 9])
+    h = HybridDrafter(costs=_costs(), schema=False, ngram=src)
+    h.rates.update({("ngram" + PROSE, b): 0.01 for b in (-2, -1, 1, 2, 3, 4)})  # far below what a row costs
+    for _ in range(_PROSE_WINDOW + 5):
         assert not h.propose(DraftRequest([1, 2, 3], 8, SamplingParams())).tokens
-    assert not h.switched_off
+    assert set(h.switched_off) == {"ngram (prose)"} and src.asked == _PROSE_WINDOW - 1  # one lookup a proposal
 
 
 def test_seeded_sampling_never_gates():

@@ -14,7 +14,7 @@ import pytest
 
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, Draft, DraftRequest
-from localspec.speculative.drafters.hybrid import START, HybridDrafter, _Candidate, cut_length
+from localspec.speculative.drafters.hybrid import LINE, PROSE, START, HybridDrafter, _Candidate, cut_length
 from localspec.speculative.sampling import SamplingParams
 from tests.speculative.fakes import Script
 
@@ -215,19 +215,48 @@ def test_propose_stops_where_reach_falls_below_the_floor():
 def test_propose_without_a_grammar_cuts_a_long_copy():
     # No grammar: the copy is taken while reach stays above _FLOOR, then cut where the gain peaks.
     hybrid = HybridDrafter(costs=CostModel(), ngram=Literal("ngram", list(range(20, 40)), at=1))
-    hybrid.rates.update({("ngram", START): 0.9, ("ngram", 4): 0.6})
+    hybrid.rates.update({("ngram" + PROSE, START): 0.9, ("ngram" + PROSE, 4): 0.6,  # prose: rates of its own
+                         **{("ngram" + PROSE, d): 0.85 for d in (1, 2, 3)}})
     draft = hybrid.propose(DraftRequest([0], 32, SamplingParams()))
     # reach: 0.9, 0.765, 0.65025, 0.5527, then * 0.6 per token: 0.3316, 0.199, 0.1194, 0.0716, 0.043, 0.0258
     # (0.0155 < _FLOOR: drafted no further). Gains per token: p - 0.1 (1 - p_before) - 0.08 (1 - p) for a guess:
     # positive while p > (0.08 + 0.1 (1 - p_before)) / 1.08: up to the 6th token (7th: 0.1194 < 0.1482).
     assert draft.tokens == list(range(20, 26))
-    assert len(hybrid._keys) == 6 and hybrid._keys[4] == ("ngram", 4)
+    assert len(hybrid._keys) == 6 and hybrid._keys[4] == ("ngram" + PROSE, 4)
 
 
 def test_where_rows_are_cheap_the_floor_decides_the_length():
     # Rows cost 1% of a pass here, so even unlikely tokens pay (cut_length keeps them): drafting stops at _FLOOR.
     hybrid = HybridDrafter(costs=measured(0.010, 0.0001, 0.0001), ngram=Literal("ngram", list(range(20, 40)), at=1))
-    hybrid.rates.update({("ngram", START): 0.9, **{("ngram", d): 0.5 for d in (1, 2, 3, 4)}})
+    hybrid.rates.update({("ngram" + PROSE, START): 0.9, **{("ngram" + PROSE, d): 0.5 for d in (1, 2, 3, 4)}})
     draft = hybrid.propose(DraftRequest([0], 32, SamplingParams()))
     # reach: 0.9, 0.45, 0.225, 0.1125, 0.05625, 0.028125 (>= 0.02), 0.0140625 (< 0.02: not drafted)
     assert draft.tokens == list(range(20, 26))
+
+
+# -- where a copy may stop (CandidateDrafter.breaks) and per-kind rates (rate_suffix) --------------------------
+
+def test_a_copys_line_starts_are_priced_and_learned_apart():
+    src = Literal("ngram", list(range(20, 30)), at=1)
+    src.breaks, src.rate_suffix = (4, 8), ":old"  # two line starts in the copy; it goes into an edit's `old`
+    hybrid = HybridDrafter(costs=measured(0.010, 0.0001, 0.0001), ngram=src)
+    rates = {START: 0.9, 1: 0.99, 2: 0.99, 3: 0.99, 4: 0.99, LINE: 0.5}
+    hybrid.rates.update({("ngram:old", b): r for b, r in rates.items()})
+    draft = hybrid.propose(DraftRequest([0], 32, SamplingParams(), Script([set(range(20, 30))] * 10)))
+    assert [k for k in hybrid._keys] == [("ngram:old", START), ("ngram:old", 1), ("ngram:old", 2),
+                                         ("ngram:old", 3), ("ngram:old", LINE)] + [("ngram:old", 4)] * 3 + \
+        [("ngram:old", LINE), ("ngram:old", 4)]
+    hybrid.observe(draft, 4)  # stopped at the first line start: only the LINE rate learns that
+    assert hybrid.rates[("ngram:old", LINE)] < 0.5 and hybrid.rates[("ngram:old", 4)] == pytest.approx(0.99, abs=0.01)
+    assert ("ngram", LINE) not in hybrid.rates  # copies into other values keep their own rates
+
+
+def test_a_line_start_prices_the_draft_down():
+    # The same copy with a line start that is rarely passed is cut there; without one it runs on.
+    def cut_at(breaks):
+        src = Literal("ngram", list(range(20, 40)), at=1)
+        src.breaks = breaks
+        hybrid = HybridDrafter(costs=CostModel(), ngram=src)
+        hybrid.rates.update({("ngram", b): 0.99 for b in (START, 1, 2, 3, 4)} | {("ngram", LINE): 0.05})
+        return len(hybrid.propose(DraftRequest([0], 32, SamplingParams(), Script([set(range(20, 40))] * 20))))
+    assert cut_at(()) == 20 and cut_at((6,)) == 6
