@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, Draft, Drafter, DraftRequest
+from localspec.speculative.drafters.gate import _Gate
 
 if TYPE_CHECKING:  # the draft model's module loads llama.cpp; the policy's tests run without it
     from localspec.speculative.drafters.model import ModelDrafter
@@ -36,48 +37,6 @@ _PRIOR_DEPTH_PROSE = 0.7
 _EMA = 0.15
 _DRIFT = 0.01  # per verify pass, towards the prior
 _FLOOR = 0.02  # below this probability of being reached a drafted token cannot pay for its row
-# A source's lookups cost time at every step whether or not it proposes anything. Over each window of this many
-# proposals its lookup time is set against the passes its accepted tokens saved; one that cost more sits out the
-# next window (then it is tried again: the text may have started to repeat). In prose the window is shorter and a
-# source that keeps failing sits out twice as long each time (up to _PROSE_REST_MAX proposals): a story that does
-# not repeat itself should not pay for a lookup every few dozen tokens.
-_GATE_WINDOW = 48
-_PROSE_WINDOW = 16
-_PROSE_REST_MAX = 1024
-
-
-class _Gate:
-    """The accounts of the sources' lookups, for prose or for text under a grammar (apart: a source that pays in
-    tool calls may cost in the prose around them). Under a grammar only a source whose guesses were drafted and
-    judged can be rested: where the cut let nothing through (rows as costly as a step on a busy machine) no source
-    had its chance, and a source that speaks at one place only (which tool) must be there when a call starts. In
-    prose every lookup that saved less than it cost is rested: there it is pure cost."""
-
-    def __init__(self, prose: bool):
-        self.prose = prose
-        self.window = _PROSE_WINDOW if prose else _GATE_WINDOW
-        self.lookup_s: dict[str, float] = {}  # per source key, this window: time spent in candidate()
-        self.saved: dict[str, int] = {}  # ... and its tokens accepted (each saved a target pass)
-        self.drafted: dict[str, int] = {}  # ... and its tokens drafted (sent to the target to judge)
-        self.asked = 0  # proposals in this window
-        self.rest: dict[str, int] = {}  # source key -> proposals it still sits out
-        self.fails: dict[str, int] = {}  # source key -> windows in a row it ran and did not pay
-
-    @property
-    def resting(self) -> set[str]:
-        return {k for k, n in self.rest.items() if n > 0}
-
-    def label(self, key: str) -> str:
-        return key + " (prose)" if self.prose else key
-
-    def rest_for(self, key: str) -> int:
-        """How long a source that did not pay now sits out."""
-        if not self.prose:
-            return self.window
-        fails = self.fails[key] = self.fails.get(key, 0) + 1
-        return min(self.window << fails, _PROSE_REST_MAX)
-
-
 # Guesses that a value ends here, longest first. Two kinds, each with its own learned rate: another key follows
 # (',' and what merges with it), or the object or call ends.
 _CLOSERS = ('"}}', ']}}', '"},', '"}', '",', '"]', ']}', '],', '}}', '"', ',', '}', ']')

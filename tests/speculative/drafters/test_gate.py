@@ -3,7 +3,8 @@ saved, says so in `switched_off`, and tries it again a window later (pure policy
 
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, DraftRequest
-from localspec.speculative.drafters.hybrid import _GATE_WINDOW, _PROSE_WINDOW, PROSE, HybridDrafter
+from localspec.speculative.drafters.gate import _GATE_WINDOW, _PROSE_WINDOW
+from localspec.speculative.drafters.hybrid import PROSE, HybridDrafter
 from localspec.speculative.sampling import SamplingParams
 from tests.speculative.fakes import Script
 
