@@ -14,9 +14,10 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import localspec  # noqa: E402,F401  (first: llama.cpp's libraries load before numpy's, localspec/native_first.py)
+import numpy as np  # noqa: E402
 
 from localspec.bench.runner import case_prompt  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402

@@ -12,6 +12,7 @@ import numpy as np
 from localspec.errors import ContextOverflowError, LocalspecError
 from localspec.runtime.llama import lib
 from localspec.runtime.model import Model
+from localspec.runtime.params import set_fields
 
 FLASH_ATTN = {"auto": lib.LLAMA_FLASH_ATTN_TYPE_AUTO, "on": lib.LLAMA_FLASH_ATTN_TYPE_ENABLED,
               "off": lib.LLAMA_FLASH_ATTN_TYPE_DISABLED}
@@ -39,17 +40,10 @@ class Context:
         self.model = model
         self.settings = settings
         n_ctx = min(settings.n_ctx, model.n_ctx_train) if model.n_ctx_train > 0 else settings.n_ctx
-        params = lib.llama_context_default_params()
-        params.n_ctx = n_ctx
-        params.n_batch = settings.n_batch
-        params.n_ubatch = settings.n_batch
-        params.n_seq_max = 1
         threads = settings.n_threads or default_threads()
-        params.n_threads = threads
-        params.n_threads_batch = threads
-        params.flash_attn_type = FLASH_ATTN[settings.flash_attn]
-        params.swa_full = settings.swa_full
-        params.no_perf = True
+        params = set_fields(lib.llama_context_default_params(), n_ctx=n_ctx, n_batch=settings.n_batch,
+                            n_ubatch=settings.n_batch, n_seq_max=1, n_threads=threads, n_threads_batch=threads,
+                            flash_attn_type=FLASH_ATTN[settings.flash_attn], swa_full=settings.swa_full, no_perf=True)
         ptr = lib.llama_init_from_model(model.ptr, params)
         if not ptr:
             raise LocalspecError(f"llama.cpp could not create a context of {n_ctx} tokens for {model.path.name}")

@@ -11,17 +11,36 @@ from pathlib import Path
 from localspec.errors import ModelFileError
 from localspec.runtime import llama
 from localspec.runtime.llama import lib
+from localspec.runtime.params import set_fields
 
 GGUF_MAGIC = b"GGUF"
+_LOAD_MODE = {None: lib.LLAMA_LOAD_MODE_AUTO, True: lib.LLAMA_LOAD_MODE_MMAP, False: lib.LLAMA_LOAD_MODE_NONE}
 
 
 @dataclass(frozen=True)
 class ModelSettings:
     """Per-model load settings; target and draft each get their own."""
 
-    n_gpu_layers: int = 0  # -1 offloads every layer (CUDA/Metal); 0 keeps the model on the CPU
-    use_mmap: bool = True
+    # None: every layer on the GPU when the build can offload (CUDA, Metal, ...), else the CPU; -1: every layer;
+    # 0: the CPU. One default for every command, the app and the benchmarks (offload_layers).
+    n_gpu_layers: int | None = None
+    # True: map the file (llama.cpp's load_mode MMAP); False: read it into memory (NONE); None: llama.cpp picks by
+    # device (AUTO, its own default).
+    use_mmap: bool | None = None
     vocab_only: bool = False
+
+
+def gpu_offload_supported() -> bool:
+    llama.init()
+    return bool(lib.llama_supports_gpu_offload())
+
+
+def offload_layers(n_gpu_layers: int | None) -> int:
+    """The layer count llama.cpp gets: all (a number above any model's) for -1, or for None where the build can
+    offload; else the number asked for."""
+    if n_gpu_layers is None:
+        return 1_000_000 if gpu_offload_supported() else 0
+    return 1_000_000 if n_gpu_layers < 0 else n_gpu_layers
 
 
 def check_gguf_file(path: str | os.PathLike) -> Path:
@@ -48,10 +67,9 @@ class Model:
         self.path = check_gguf_file(path)
         self.settings = settings
         llama.init()
-        params = lib.llama_model_default_params()
-        params.n_gpu_layers = settings.n_gpu_layers if settings.n_gpu_layers >= 0 else 1_000_000
-        params.use_mmap = settings.use_mmap
-        params.vocab_only = settings.vocab_only
+        params = set_fields(lib.llama_model_default_params(), n_gpu_layers=offload_layers(settings.n_gpu_layers),
+                            load_mode=_LOAD_MODE[settings.use_mmap],
+                            vocab_only=settings.vocab_only)
         ptr = lib.llama_model_load_from_file(str(self.path).encode(), params)
         if not ptr:
             raise ModelFileError(f"llama.cpp could not load {self.path} (corrupt, truncated or unsupported GGUF)")

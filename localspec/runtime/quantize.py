@@ -9,6 +9,7 @@ from localspec.errors import LocalspecError
 from localspec.runtime import llama
 from localspec.runtime.llama import lib
 from localspec.runtime.model import check_gguf_file
+from localspec.runtime.params import set_fields
 
 FTYPES = {
     "F32": lib.LLAMA_FTYPE_ALL_F32,
@@ -28,10 +29,8 @@ def quantize(src: str | os.PathLike, dst: str | os.PathLike, ftype: str, *, thre
     llama.init()
     dst_path = Path(dst)
     tmp = dst_path.with_name(dst_path.name + ".part")
-    params = lib.llama_model_quantize_default_params()
-    params.ftype = FTYPES[ftype]
-    params.allow_requantize = True
-    params.nthread = threads
+    params = set_fields(lib.llama_model_quantize_default_params(), ftype=FTYPES[ftype], allow_requantize=True,
+                        nthread=threads)
     rc = lib.llama_model_quantize(str(src_path).encode(), str(tmp).encode(), params)
     if rc != 0:
         tmp.unlink(missing_ok=True)
