@@ -35,6 +35,7 @@ from localspec.runtime.context import ContextSettings  # noqa: E402
 from localspec.runtime.llama import lib  # noqa: E402
 from localspec.runtime.pair import load_pair  # noqa: E402
 from localspec.speculative.builder import build_engine  # noqa: E402
+from localspec.speculative.config import TARGET_ONLY, DraftingConfig  # noqa: E402
 from localspec.speculative.engine import GenParams, SpecEngine  # noqa: E402
 
 PROMPTS = [
@@ -295,8 +296,8 @@ def main(argv=None) -> int:
     clock = DecodeClock()
     pair = load_pair(a.target, a.draft, ctx=ContextSettings(n_ctx=a.ctx, n_threads=a.threads))
     inst = Instrumented(pair, clock)
-    plain = build_engine(pair, use_draft_model=False)
-    spec = build_engine(pair, draft_max=a.draft_max, draft_p_min=a.draft_p_min)
+    plain = build_engine(pair, TARGET_ONLY)
+    spec = build_engine(pair, DraftingConfig(draft_max=a.draft_max, draft_p_min=a.draft_p_min))
     texts = prompt_texts(pair.target, a.raw, a.prompts)
     prompts = [pair.target.tokenize(t) for t in texts]
     params = GenParams(max_tokens=a.max_tokens, draft_max=a.draft_max)

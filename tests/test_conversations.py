@@ -203,6 +203,7 @@ def test_recorder_saves_each_message_of_a_real_agent_run(tiny_target, tmp_path):
     from localspec.runtime.context import ContextSettings
     from localspec.runtime.pair import load_pair
     from localspec.speculative.builder import build_engine
+    from localspec.speculative.config import TARGET_ONLY
     from localspec.speculative.engine import GenParams
     from localspec.tools import Policy, Toolbox
 
@@ -211,7 +212,7 @@ def test_recorder_saves_each_message_of_a_real_agent_run(tiny_target, tmp_path):
     (ws / "notes.txt").write_text("hello\n")
     pair = load_pair(tiny_target, None, ctx=ContextSettings(n_ctx=4096, n_threads=1))
     try:
-        engine = build_engine(pair, use_draft_model=False, drafters=())
+        engine = build_engine(pair, TARGET_ONLY)
         agent = Agent(engine, Toolbox(ws, Policy("read-only")), system="sys", params=GenParams(max_tokens=6),
                       max_steps=2, tools=["list_dir"], call_max_tokens=24)
         with ConversationStore(tmp_path / "c.sqlite3") as store:

@@ -16,6 +16,7 @@ from localspec.chat.prompt import render_prompt
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
+from localspec.speculative.config import TARGET_ONLY
 from localspec.speculative.engine import GenParams
 from localspec.tools import Policy, Toolbox
 from tests.scripted_gguf import write_scripted_gguf
@@ -41,7 +42,7 @@ def models(tmp_path_factory):
 
 def _agent(path, **kw):
     pair = load_pair(str(path), None, ctx=ContextSettings(n_ctx=1024, n_threads=1))
-    engine = build_engine(pair, use_draft_model=False)
+    engine = build_engine(pair, TARGET_ONLY)
     toolbox = Toolbox(tempfile.mkdtemp(), Policy("read-only"))
     return pair, Agent(engine, toolbox, params=GenParams(max_tokens=40), **kw)
 

@@ -19,6 +19,7 @@ from localspec.serve.app import create_app  # noqa: E402
 from localspec.serve.runner import start_in_thread  # noqa: E402
 from localspec.serve.service import ChatService  # noqa: E402
 from localspec.speculative.builder import build_engine  # noqa: E402
+from localspec.speculative.config import DraftingConfig
 from localspec.speculative.engine import GenParams  # noqa: E402
 
 API_KEY = "test-key-123"
@@ -29,7 +30,7 @@ def running_server(target, draft=None, *, model_id="tiny", n_ctx=512, api_key=No
                    draft_max=4):
     """Load the pair, serve it on an ephemeral loopback port; yields (base_url, service)."""
     pair = load_pair(str(target), str(draft) if draft else None, ctx=ContextSettings(n_ctx=n_ctx, n_threads=1))
-    engine = build_engine(pair, draft_max=draft_max, draft_p_min=0.0)
+    engine = build_engine(pair, DraftingConfig(draft_max=draft_max, draft_p_min=0.0))
     service = ChatService(pair, engine, model_id=model_id, defaults=GenParams(max_tokens=16), fmt=fmt,
                           max_waiting=max_waiting)
     server = start_in_thread(create_app(service, api_key))

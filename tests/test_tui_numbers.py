@@ -109,11 +109,12 @@ def test_passes_counted_by_a_real_engine(smollm2, drafters):
     from localspec.runtime.context import ContextSettings
     from localspec.runtime.pair import load_pair
     from localspec.speculative.builder import build_engine
+    from localspec.speculative.config import DraftingConfig
     from localspec.speculative.engine import GenParams
 
     pair = load_pair(smollm2, ctx=ContextSettings(n_ctx=1024))
     try:
-        engine = build_engine(pair, use_draft_model=False, drafters=drafters)
+        engine = build_engine(pair, DraftingConfig(drafters=tuple(d for d in drafters if d != "model")))
         prompt = chat_prompt_tokens(pair.target, [{"role": "user", "content": "Repeat after me: one two three four"}])
         got = engine.generate(prompt, GenParams(max_tokens=200))
     finally:

@@ -70,12 +70,28 @@ class Drafter(ABC):
         """A finished tool call, for drafters that learn from earlier calls (the history drafter)."""
 
 
-class CandidateDrafter(Drafter):
-    """A source the hybrid drafter asks directly: `candidate(context, max_len, constraint) -> (tokens, match
-    length)`. propose() makes it a Drafter of its own too.
+@dataclass(frozen=True)
+class Candidate:
+    """What a candidate source found: its tokens, the length of the match that found them (0: none, a guess from
+    elsewhere), the token positions where a copy may plausibly stop (a line start: where an edit's `old` ends),
+    priced with an acceptance of their own, and the key its acceptance is tracked under (the source's own key, or a
+    refinement such as "copy:old": which JSON value the copy goes into, each kind learning its own rates)."""
 
-    The class attributes below are what the hybrid policy knows about a source; each subclass sets those that
-    differ from the defaults."""
+    tokens: list[int]
+    match: int
+    key: str
+    breaks: tuple[int, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+class CandidateDrafter(Drafter):
+    """A source the hybrid drafter asks directly: `candidate(context, max_len, constraint)` returns a Candidate (or
+    None: nothing found). propose() makes it a Drafter of its own too.
+
+    The class attributes below are what the hybrid policy knows about a source, fixed for its kind; each subclass
+    sets those that differ from the defaults. What one lookup found travels in its Candidate."""
 
     name = "candidate"
     # Acceptance is tracked per `key` (default: `name`): sources reported under one name ("ngram": token and text
@@ -91,23 +107,22 @@ class CandidateDrafter(Drafter):
     # It only has something to say inside a tool call (values copied into JSON, which tool): in prose the hybrid
     # does not ask it, so its lookups cost nothing there.
     grammar_only = False
-    # What the latest candidate() knew beyond its tokens (sources that copy long spans set them on every call):
-    # positions in its tokens where a copy may plausibly stop (a line start: where an edit's `old` ends), priced
-    # with an acceptance of their own; and a refinement of the rate key (":old", ":content": which JSON value the
-    # copy goes into), so each kind of copy learns its own rates.
-    breaks: tuple[int, ...] = ()
-    rate_suffix = ""
 
     @property
     def rate_key(self) -> str:
-        """The key its acceptance is tracked under."""
+        """The key its acceptance is tracked under (and its lookups accounted: drafters/gate.py)."""
         return self.key or self.name
+
+    def found(self, tokens: Sequence[int], match: int, *, breaks: tuple[int, ...] = (),
+              suffix: str = "") -> Candidate | None:
+        """The Candidate for `tokens` (None when there are none), tracked under rate_key + `suffix`."""
+        return Candidate(list(tokens), match, self.rate_key + suffix, breaks) if tokens else None
 
     @abstractmethod
     def candidate(self, context: Sequence[int], max_len: int,
-                  constraint: Constraint | None = None) -> tuple[list[int], int]:
-        """Up to `max_len` tokens that may follow `context`, and the length of the match that found them (0: none).
-        The tokens need not fit `constraint`: the hybrid keeps only the prefix it accepts."""
+                  constraint: Constraint | None = None) -> Candidate | None:
+        """Up to `max_len` tokens that may follow `context` (None if nothing was found). The tokens need not fit
+        `constraint`: the hybrid keeps only the prefix it accepts."""
 
     def bucket(self, m: int) -> int:
         """Which acceptance bucket a candidate's first token falls in, from its match length: 0 (a sure match)
@@ -119,9 +134,9 @@ class CandidateDrafter(Drafter):
         that learn from calls keep it)."""
 
     def propose(self, req: DraftRequest) -> Draft:
-        toks, m = self.candidate(req.history, req.max_len, req.constraint)
+        found = self.candidate(req.history, req.max_len, req.constraint)
         draft = Draft()
-        if m >= self.min_match:
-            for t in toks:
+        if found is not None and found.match >= self.min_match:
+            for t in found.tokens:
                 draft.add(t, self.name)
         return draft

@@ -17,6 +17,7 @@ from localspec.agent import Agent, TextDelta
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
+from localspec.speculative.config import DraftingConfig
 from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.engine import GenParams
 from localspec.tools import Decision, Policy, Toolbox
@@ -50,7 +51,7 @@ def test_generated_call_to_an_mcp_tool_runs_under_approval(pair, tmp_path, home,
     from localspec.mcp import attach_servers
 
     history = CallHistory(tmp_path / "history.jsonl")
-    engine = build_engine(pair, drafters=("model", "schema", "history", "ngram"), history=history)
+    engine = build_engine(pair, DraftingConfig(drafters=("model", "schema", "history", "ngram")), history=history)
     approver = Recorder(Decision.ALLOW_ONCE)
     toolbox = Toolbox(tmp_path, Policy("ask"), approver)
     mcp = attach_servers(toolbox, write_mcp_config(tmp_path / "mcp.json", {"notes": stdio_server(notes)}))

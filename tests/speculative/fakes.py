@@ -68,3 +68,8 @@ class Script(Constraint):
 
     def done(self) -> bool:
         return self.pos >= len(self.steps)
+
+
+def as_pair(found) -> tuple[list[int], int]:
+    """A source's Candidate as (tokens, match length); ([], 0) when it found nothing."""
+    return ([], 0) if found is None else (found.tokens, found.match)

@@ -133,6 +133,7 @@ def test_wrap_up_closes_a_looping_call_before_max_tokens(tiny_target):
     """A model that would run past max_tokens inside a value still ends with a complete call with wrap_up, and
     speculative decoding makes the same picks as plain decoding."""
     from localspec.speculative.builder import build_engine
+    from localspec.speculative.config import DraftingConfig
     from localspec.runtime.pair import load_pair
 
     tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
@@ -150,7 +151,7 @@ def test_wrap_up_closes_a_looping_call_before_max_tokens(tiny_target):
     assert base.stats.finish_reason in ("grammar", "stop") and base.stats.generated_tokens <= 60
     calls = [json.loads(line) for line in base.text.split("\n")]
     assert 1 <= len(calls) <= 3 and all(c["name"] == "tag" for c in calls)
-    spec = build_engine(pair, drafters=("schema", "history", "ngram"))
+    spec = build_engine(pair, DraftingConfig(drafters=("schema", "history", "ngram")))
     got = spec.generate(prompt, wrapped, constraint=GrammarConstraint(m, g))
     assert got.text == base.text
 

@@ -9,6 +9,7 @@ from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative import registry
 from localspec.speculative.builder import build_engine
+from localspec.speculative.config import DraftingConfig
 from localspec.speculative.drafters.hybrid import HybridDrafter
 from localspec.speculative.engine import GenParams
 from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
@@ -41,8 +42,8 @@ def test_config_keys_are_the_config_files():
 def test_the_builder_takes_the_names_and_the_drafters_report_the_origins(tiny_pair_paths):
     pair = load_pair(*tiny_pair_paths, ctx=ContextSettings(n_ctx=1024))
     with pytest.raises(ConfigError, match="unknown drafter"):
-        build_engine(pair, drafters=("schema", "spec"))
-    engine = build_engine(pair, drafters=registry.NAMES, draft_p_min=0.0)
+        build_engine(pair, DraftingConfig(drafters=("schema", "spec")))
+    engine = build_engine(pair, DraftingConfig(drafters=tuple(registry.NAMES), draft_p_min=0.0))
     hybrid = engine.drafter
     assert isinstance(hybrid, HybridDrafter)
     names = {src.name for src in hybrid.sources} | {hybrid.model.name}

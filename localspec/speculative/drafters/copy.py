@@ -19,7 +19,7 @@ import re
 from typing import Callable, Sequence
 
 from localspec.speculative.constraint import Constraint
-from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.draft import Candidate, CandidateDrafter
 from localspec.speculative.drafters.memory import SpanMemory
 from localspec.speculative.drafters.prefix import common_prefix
 from localspec.speculative.drafters.textlookup import CONTROL, TextIndex, context_piece
@@ -75,6 +75,12 @@ def call_strings(text: bytes, end: int | None = None) -> list[bytes]:
     return [unescape_partial(m.group(1).decode("utf-8", "replace"))[0].encode() for m in found]
 
 
+def remember_call(memory: SpanMemory, text: str) -> None:
+    """A finished call's long string values, unescaped, into the span memory (what a later copy may find)."""
+    for s in call_strings(text.encode()):
+        memory.add(s)
+
+
 def raw_view(text: bytes) -> bytes:
     """`text` with every call argument's escaped string read as the raw text it stands for, fenced by CONTROL: the
     copy drafter matches raw text (the file in a tool result, the `old` just written) and escapes what it proposes,
@@ -104,8 +110,9 @@ def line_starts(escaped: bytes) -> list[int]:
 
 
 def _value_kind(text: bytes, start: int) -> str:
-    """CandidateDrafter.rate_suffix for a copy into the string that opened at `start`: its key where it is one an
-    edit uses (an `old` ends early, `content` runs to the end of the file), else one suffix for every other value."""
+    """The rate key suffix (Candidate.key) of a copy into the string that opened at `start`: its key where it is one
+    an edit uses (an `old` ends early, `content` runs to the end of the file), else one suffix for every other
+    value."""
     key = _VALUE_KEY.search(text, max(start - 48, 0), start)
     name = key.group(1).decode() if key else ""
     return ":" + name if name in ("old", "new", "content") else ":value"
@@ -162,8 +169,7 @@ class CopyDrafter(CandidateDrafter):
 
     def add_call_tokens(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
         if self.memory is not None:
-            for s in call_strings(text.encode()):
-                self.memory.add(s)
+            remember_call(self.memory, text)
 
     # -- the corpus --------------------------------------------------------------------------------------------
     def _corpus(self, end: int) -> bytes:
@@ -207,18 +213,17 @@ class CopyDrafter(CandidateDrafter):
 
     # -- proposals ---------------------------------------------------------------------------------------------
     def candidate(self, context: Sequence[int], max_len: int,
-                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+                  constraint: Constraint | None = None) -> Candidate | None:
         self._sync(context)
-        self.breaks, self.rate_suffix = (), ""
         if constraint is not None:
-            return self._in_string(max_len) if constraint.in_string() else ([], 0)
+            return self._in_string(max_len) if constraint.in_string() else None
         return self._in_prose(max_len)
 
-    def _in_string(self, max_len: int) -> tuple[list[int], int]:
+    def _in_string(self, max_len: int) -> Candidate | None:
         text = self.index.text  # read in place: a copy of the whole context per step would be wasted
         start = string_start(text)
         if start < 0 or CONTROL in text[start:]:
-            return [], 0
+            return None
         written = text[start:].decode("utf-8", "replace")
         raw, pending = unescape_partial(written)
         if not raw:
@@ -229,38 +234,36 @@ class CopyDrafter(CandidateDrafter):
         if end < 0 or (length < self.min_match and length < len(raw.encode())):
             follow, length = self._remembered(query)
             if not follow:
-                return [], 0
+                return None
         else:
             follow = self._follow(corpus, end)
         follow = escape(follow)
         if pending:
             if not follow.startswith(pending):
-                return [], 0
+                return None
             follow = follow[len(pending):]
         if length >= len(raw.encode()) >= self.min_match:
             length = max(length, 2 * self.min_match)  # the whole string so far is a copy (a file's line): strong
-        self.rate_suffix = _value_kind(text, start)
-        return self._escaped_tokens(follow, max_len), length
+        return self._escaped(follow, max_len, length, _value_kind(text, start))
 
-    def _repeat_value(self, text: bytes, start: int, max_len: int) -> tuple[list[int], int]:
+    def _repeat_value(self, text: bytes, start: int, max_len: int) -> Candidate | None:
         """At the start of `new`, the `old` value of the same call: a replacement is mostly a copy of the text it
         replaces, up to the change."""
         key = _VALUE_KEY.search(text, max(start - 48, 0), start)
         if key is None or key.group(1) != b"new":
-            return [], 0
+            return None
         head = text.rfind(b'"old"', 0, start)
         if head < 0 or CONTROL in text[head:start]:
-            return [], 0
+            return None
         open_quote = text.find(b'"', text.find(b":", head + 5) + 1)
         body = text[open_quote + 1:key.start()]
         close = string_start(body)  # the quote that closed `old`: the last unescaped one before "new"
         if close <= 1:
-            return [], 0
+            return None
         old = body[:close - 1].decode("utf-8", "ignore")
-        self.rate_suffix = ":new"
-        return self._escaped_tokens(old[: self.max_bytes * 2], max_len), len(old)
+        return self._escaped(old[: self.max_bytes * 2], max_len, len(old), ":new")
 
-    def _in_prose(self, max_len: int) -> tuple[list[int], int]:
+    def _in_prose(self, max_len: int) -> Candidate | None:
         text = self.index.text  # read in place: a copy of the whole context per step would be wasted
         turn = text.rfind(CONTROL) + 1
         query = bytes(text[max(turn, len(text) - self.max_query):])
@@ -268,8 +271,8 @@ class CopyDrafter(CandidateDrafter):
         end, length = self._longest(corpus, query, self.min_prose_match)
         if end < 0:
             follow, length = self._remembered(query)
-            return (self._tokens(follow, max_len), length) if length >= self.min_prose_match else ([], 0)
-        return self._tokens(self._follow(corpus, end), max_len), length
+            return self.found(self._tokens(follow, max_len), length) if length >= self.min_prose_match else None
+        return self.found(self._tokens(self._follow(corpus, end), max_len), length)
 
     def _remembered(self, query: bytes) -> tuple[str, int]:
         if self.memory is None:
@@ -280,24 +283,25 @@ class CopyDrafter(CandidateDrafter):
     def _tokens(self, follow: str, max_len: int) -> list[int]:
         return self._tokenize(follow)[: min(max_len, self.max_len)] if follow else []
 
-    def _escaped_tokens(self, follow: str, max_len: int) -> list[int]:
-        """The tokens of escaped text, with `breaks` set where a line of it starts (where a copy into `old` usually
-        stops): the first token that ends past each escaped newline, the one the model picks instead of going on."""
+    def _escaped(self, follow: str, max_len: int, length: int, kind: str) -> Candidate | None:
+        """The candidate of escaped text copied into the value `kind` (":old", ...), with breaks where a line of it
+        starts (where a copy into `old` usually stops): the first token that ends past each escaped newline, the one
+        the model picks instead of going on."""
         toks = self._tokens(follow, max_len)
         starts = line_starts(follow.encode())
+        breaks: list[int] = []
         if toks and starts:
             ends, pos = [], 0
             for t in toks:
                 pos += len(self._piece(t))
                 ends.append(pos)
-            out, j = [], 0
+            j = 0
             for b in starts:
                 while j < len(ends) and ends[j] <= b:
                     j += 1
-                if 0 < j < len(ends) and (not out or out[-1] != j):
-                    out.append(j)
-            self.breaks = tuple(out)
-        return toks
+                if 0 < j < len(ends) and (not breaks or breaks[-1] != j):
+                    breaks.append(j)
+        return self.found(toks, length, breaks=tuple(breaks), suffix=kind)
 
     def bucket(self, m: int) -> int:
         return 0 if m >= 2 * self.min_match else 1

@@ -5,14 +5,14 @@ from __future__ import annotations
 # A source's lookups cost time at every step whether or not it proposes anything. Over each window of this many
 # proposals its lookup time is set against the passes its accepted tokens saved; one that cost more sits out the
 # next window (then it is tried again: the text may have started to repeat). In prose the window is shorter and a
-# source that keeps failing sits out twice as long each time (up to _PROSE_REST_MAX proposals): a story that does
+# source that keeps failing sits out twice as long each time (up to PROSE_REST_MAX proposals): a story that does
 # not repeat itself should not pay for a lookup every few dozen tokens.
-_GATE_WINDOW = 48
-_PROSE_WINDOW = 16
-_PROSE_REST_MAX = 1024
+GATE_WINDOW = 48
+PROSE_WINDOW = 16
+PROSE_REST_MAX = 1024
 
 
-class _Gate:
+class SourceGate:
     """The accounts of the sources' lookups, for prose or for text under a grammar (apart: a source that pays in
     tool calls may cost in the prose around them). Under a grammar only a source whose guesses were drafted and
     judged can be rested: where the cut let nothing through (rows as costly as a step on a busy machine) no source
@@ -21,7 +21,7 @@ class _Gate:
 
     def __init__(self, prose: bool):
         self.prose = prose
-        self.window = _PROSE_WINDOW if prose else _GATE_WINDOW
+        self.window = PROSE_WINDOW if prose else GATE_WINDOW
         self.lookup_s: dict[str, float] = {}  # per source key, this window: time spent in candidate()
         self.saved: dict[str, int] = {}  # ... and its tokens accepted (each saved a target pass)
         self.drafted: dict[str, int] = {}  # ... and its tokens drafted (sent to the target to judge)
@@ -37,4 +37,4 @@ class _Gate:
         if not self.prose:
             return self.window
         fails = self.fails[key] = self.fails.get(key, 0) + 1
-        return min(self.window << fails, _PROSE_REST_MAX)
+        return min(self.window << fails, PROSE_REST_MAX)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from localspec.speculative.constraint import Constraint
-from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.draft import Candidate, CandidateDrafter
 from localspec.speculative.drafters.ngram import NgramIndex, match_bucket
 
 SEPARATOR = -1  # never a real token id: matches cannot run across two stored calls
@@ -69,12 +69,12 @@ class HistoryDrafter(CandidateDrafter):
         self._seen = len(self.history.calls)
 
     def candidate(self, context: Sequence[int], max_len: int,
-                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+                  constraint: Constraint | None = None) -> Candidate | None:
         self._refresh()
         toks, m = self.index.best_continuation(context, min(max_len, self.max_len))
         if SEPARATOR in toks:
             toks = toks[: toks.index(SEPARATOR)]
-        return toks, m
+        return self.found(toks, m)
 
     def reset(self) -> None:
         self.index, self._seen = NgramIndex(1), 0

@@ -14,53 +14,26 @@ from typing import TYPE_CHECKING, Sequence
 
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.costs import CostModel
-from localspec.speculative.draft import CandidateDrafter, Draft, Drafter, DraftRequest
-from localspec.speculative.drafters.gate import _Gate
+from localspec.speculative.draft import Candidate, CandidateDrafter, Draft, Drafter, DraftRequest
+from localspec.speculative.drafters.gate import SourceGate
+from localspec.speculative.drafters.rates import (FLOOR, LINE, PROSE, START, THRESHOLD_UNMEASURED, AcceptanceRates,
+                                                  base, depth)
 
 if TYPE_CHECKING:  # the draft model's module loads llama.cpp; the policy's tests run without it
     from localspec.speculative.drafters.model import ModelDrafter
 
-# Prior per-token acceptance before anything is observed, by drafter.
-_PRIOR = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9,
-          "close-next": 0.6, "close-end": 0.4, "tool": 0.8, "copy": 0.6}
-_PRIOR_DEPTH = 0.85  # ... and for the tokens after a candidate's first one, which are usually right if it was
-# A copy found by a long match (a file's lines copied into a call) goes on being right far longer: its long drafts
-# start near this and are then priced by what is observed at each depth.
-_PRIOR_DEPTH_BY = {"copy": 0.95}
-# Outside a grammar (prose) the same lookups are guesses at free text: a repeated phrase goes on far less often
-# than a value copied into a call. Acceptance there is learned apart (rate keys get PROSE appended) from these
-# priors, so that no row is spent on a guess before prose has shown it repeats (the cut needs p > c1 / (c0 + c1),
-# 0.25-0.35 on this CPU); a long copy (a file quoted in a reply) keeps its own prior.
-PROSE = ":prose"
-_PRIOR_PROSE = {"ngram": 0.3, "text": 0.2, "span": 0.2, "history": 0.4, "tool": 0.2, "copy": 0.6}
-_PRIOR_DEPTH_PROSE = 0.7
-_EMA = 0.15
-_DRIFT = 0.01  # per verify pass, towards the prior
-_FLOOR = 0.02  # below this probability of being reached a drafted token cannot pay for its row
 # Guesses that a value ends here, longest first. Two kinds, each with its own learned rate: another key follows
 # (',' and what merges with it), or the object or call ends.
-_CLOSERS = ('"}}', ']}}', '"},', '"}', '",', '"]', ']}', '],', '}}', '"', ',', '}', ']')
-
-
-_CLOSER_HEADS = {c[:i] for c in _CLOSERS for i in range(1, len(c))}  # forced text that may merge into a closer
+CLOSERS = ('"}}', ']}}', '"},', '"}', '",', '"]', ']}', '],', '}}', '"', ',', '}', ']')
+_CLOSER_HEADS = {c[:i] for c in CLOSERS for i in range(1, len(c))}  # forced text that may merge into a closer
+# Used when nothing is measured yet (and when seeded sampling must not depend on measurements): a pass's fixed
+# cost, a batch row, a logits row, in units of a plain step.
+UNIT_COSTS_UNMEASURED = (1.0, 0.08, 0.1)
+MIN_FIXED_SHARE = 0.2  # a pass's fixed cost is at least this share of a plain step, whatever the fit says
 
 
 def _closer_key(text: str) -> str:
     return "close-next" if text.endswith(",") else "close-end"
-
-
-START = -1  # bucket of a candidate's first token: a guess at a choice point (which tool, which value), far less
-# sure than the tokens that continue it, so it is tracked apart (START - 1: a weak match, see CandidateDrafter.bucket)
-
-
-DEPTHS = 4  # acceptance of a candidate's later tokens is tracked by depth 1, 2, 3, 4+: once the start of a copied
-# span is right the rest usually is too, which one rate for every token would miss
-LINE = DEPTHS + 1  # ... except where a copy may stop (CandidateDrafter.breaks: a line start), tracked apart
-_PRIOR_LINE = 0.85
-
-
-def _depth(i: int) -> int:
-    return min(i, DEPTHS)
 
 
 def cut_length(probs: Sequence[float], forced: Sequence[bool], c0: float, c1: float, c2: float) -> int:
@@ -81,11 +54,6 @@ def cut_length(probs: Sequence[float], forced: Sequence[bool], c0: float, c1: fl
     return best_n
 
 
-def _base(key: str) -> str:
-    """A rate key without its suffixes (PROSE, CandidateDrafter.rate_suffix): the source it belongs to."""
-    return key.split(":", 1)[0]
-
-
 def _shared(a: list[int], b: list[int]) -> int:
     """How many leading tokens two token lists have in common (two candidates that disagree within it are rival
     guesses; a source's tokens that spell forced text are that text)."""
@@ -97,20 +65,20 @@ def _shared(a: list[int], b: list[int]) -> int:
     return n
 
 
-class _Candidate:
-    """A source's proposal: its tokens, whose acceptance is tracked under `key`. The first `skip` tokens are text
-    the grammar forces (tracked as "bytes"); the source's own guess starts after them (bucket `start`), and the
-    tokens that continue it are tracked by depth."""
+class Priced:
+    """A candidate as the policy prices it: its tokens, whose acceptance is tracked under `key`. The first `skip`
+    tokens are text the grammar forces (tracked as "bytes"); the source's own guess starts after them (bucket
+    `start`), and the tokens that continue it are tracked by depth, or at the LINE rate where a copy may stop."""
 
     __slots__ = ("name", "toks", "key", "rates", "start", "skip", "forced_rate", "breaks")
 
     def __init__(self, name, toks, key, rates, start, skip=0, forced_rate=1.0, breaks=()):
         self.name, self.toks, self.key, self.rates, self.start = name, toks, key, rates, start
         self.skip, self.forced_rate = skip, forced_rate
-        self.breaks = frozenset(breaks)  # token positions where the copy may stop (priced at the LINE rate)
+        self.breaks = frozenset(breaks)
 
     def _level(self, i: int, d: int) -> int:
-        return LINE if i in self.breaks else _depth(d)
+        return LINE if i in self.breaks else depth(d)
 
     def bucket(self, i: int) -> tuple[str, int]:
         d = i - self.skip
@@ -122,80 +90,51 @@ class _Candidate:
 
 
 class HybridDrafter(Drafter):
+    """Drafts from a list of candidate sources (speculative/sources.py builds them), the schema's forced tokens and
+    value ends, and the draft model, priced by this machine's costs and the sources' learned acceptance."""
+
     name = "hybrid"  # never an origin: each token reports the source that proposed it
 
-    def __init__(self, *, costs: CostModel, schema: bool = True, history: CandidateDrafter | None = None,
-                 ngram: CandidateDrafter | None = None, text: CandidateDrafter | None = None,
-                 spans: CandidateDrafter | None = None, tools: CandidateDrafter | None = None,
-                 copy: CandidateDrafter | None = None, model: ModelDrafter | None = None,
-                 model_cost_ratio: float = 0.0, model_token_s: float = 0.0, max_len: int = 64, tokenize=None):
+    def __init__(self, *, costs: CostModel, sources: Sequence[CandidateDrafter] = (), schema: bool = True,
+                 model: ModelDrafter | None = None, model_cost_ratio: float = 0.0, model_token_s: float = 0.0,
+                 max_len: int = 64, tokenize=None):
         self.costs = costs
         self.schema = schema
         # Guesses that a JSON value ends here ('",' '"}' ',' '}' ...): once one is accepted, the grammar forces
         # the next key, so a value's end and the following structure come out of the same verify pass.
         self.closers: list[tuple[tuple[int, ...], str, bool]] = []  # (tokens, rate key, ends a string)
-        for c in _CLOSERS if (tokenize and schema) else ():
+        for c in CLOSERS if (tokenize and schema) else ():
             toks = tuple(tokenize(c))
             if all(toks != t for t, *_ in self.closers):
                 self.closers.append((toks, _closer_key(c), c.startswith('"')))
         self.tokenize = tokenize
-        self.sources: list[CandidateDrafter] = [d for d in (history, ngram, text, spans, tools, copy)
-                                               if d is not None]
+        self.sources: list[CandidateDrafter] = list(sources)
         # Sources whose candidates are whole values: once one is drafted in full, the value's end is guessed next.
         self.whole_values = {d.rate_key for d in self.sources if d.whole_value}
         self.model = model
         self.max_len = max_len
-        self.rates: dict[tuple[str, int], float] = {}
+        self.rates = AcceptanceRates()
         self._keys: list[tuple[str, int] | None] = []  # acceptance bucket of each token of the last draft
         self.model_token_s = model_token_s  # measured cost of one draft-model token (0: not yet)
         # Before any measurement: the draft's cost per token relative to a target step. Running it once just to
         # measure would cost a catch-up prefill of the whole context, so a costly draft would never pay that back.
         self.model_cost_ratio = model_cost_ratio
-        self._fixed = False
         # Drafters not paying on this machine right now, and why (Stats.switched_off).
         self.switched_off: dict[str, str] = {}
-        self._gates = {False: _Gate(prose=False), True: _Gate(prose=True)}
+        self._gates = {False: SourceGate(prose=False), True: SourceGate(prose=True)}
         self._now = self._gates[False]  # the gate of the latest proposal
 
     # -- acceptance bookkeeping --------------------------------------------------------------------------------
-    @staticmethod
-    def _prior(name: str, bucket: int) -> float:
-        prose = name.endswith(PROSE)
-        name = _base(name)
-        if bucket == LINE:
-            return _PRIOR_LINE
-        first = (_PRIOR_PROSE if prose else _PRIOR).get(name, _PRIOR.get(name, 0.5))
-        if bucket < START:
-            return 0.5 * first  # a weak match: half as sure until measured
-        if bucket < 1 or name == "model":
-            return first
-        return _PRIOR_DEPTH_BY.get(name, _PRIOR_DEPTH_PROSE if prose else _PRIOR_DEPTH)
-
-    def rate(self, name: str, bucket: int) -> float:
-        if self._fixed:
-            return self._prior(name, bucket)
-        return self.rates.get((name, bucket), self._prior(name, bucket))
-
-    def _rates(self, name: str, start: int) -> list[float]:
-        """Acceptance of a candidate's tokens: [first token, depth 1, ..., depth DEPTHS+, at a break (LINE)]."""
-        return [self.rate(name, start)] + [self.rate(name, d) for d in range(1, LINE + 1)]
+    def rate(self, key: str, bucket: int) -> float:
+        return self.rates(key, bucket)
 
     def observe(self, draft: Draft, n_accepted: int) -> None:
-        # Every rate drifts back towards its prior: a source that fell below the cut is no longer drafted, so no
-        # longer observed, and would stay shut out where it has become right (a model looping on its own text).
-        for key, old in self.rates.items():
-            self.rates[key] = old + _DRIFT * (self._prior(*key) - old)
         saved = self._now.saved
         for key in self._keys[:n_accepted]:
             if key is not None:
-                k = _base(key[0])
+                k = base(key[0])
                 saved[k] = saved.get(k, 0) + 1
-        # Only positions the verifier actually judged: accepted ones and the first rejected one.
-        for i, key in enumerate(self._keys[: n_accepted + 1]):
-            if key is None:
-                continue
-            old = self.rates.get(key, self._prior(*key))
-            self.rates[key] = (1 - _EMA) * old + _EMA * (1.0 if i < n_accepted else 0.0)
+        self.rates.learn(self._keys, n_accepted)
         if self.model is not None:
             self.model.observe(draft, n_accepted)
 
@@ -207,9 +146,9 @@ class HybridDrafter(Drafter):
             src.add_call_tokens(tokens, text, tool)
 
     # -- costs -----------------------------------------------------------------------------------------------
-    def _gate(self, gate: _Gate) -> None:
+    def _gate(self, gate: SourceGate) -> None:
         """At the end of each window, rest the sources whose lookups cost more than their accepted tokens saved
-        (see _Gate). A source keeps its note in `switched_off` until it has run again and paid."""
+        (see SourceGate). A source keeps its note in `switched_off` until it has run again and paid."""
         for key, n in gate.rest.items():
             gate.rest[key] = n - 1
         gate.asked += 1
@@ -243,8 +182,8 @@ class HybridDrafter(Drafter):
     def _threshold(self, extra_s: float = 0.0) -> float:
         """Minimum probability of being accepted for one more drafted row to pay off."""
         t1 = self.costs.single_token_s()
-        if not t1 or self._fixed:
-            return 0.15
+        if not t1 or self.rates.fixed:
+            return THRESHOLD_UNMEASURED
         marginal = max(self.costs.cost(17, 17) - self.costs.cost(16, 16), 0.0)
         return min(0.95, (marginal + extra_s) / t1)
 
@@ -254,14 +193,14 @@ class HybridDrafter(Drafter):
         self._keys = []
         # Seeded sampling must replay exactly: drafting then depends on nothing measured or learned, since the
         # accept/resample draws (and so the output) follow the drafts.
-        self._fixed = not req.sampling.greedy and req.sampling.seed is not None
+        self.rates.fixed = not req.sampling.greedy and req.sampling.seed is not None
         cons = req.constraint
         self._now = self._gates[cons is None]
-        if not self._fixed:
+        if not self.rates.fixed:
             self._gate(self._now)
         budget = min(req.max_len, self.max_len)
         reach = 1.0  # probability that verification gets this far
-        thr = _FLOOR  # candidates are drafted generously, then cut where the expected gain peaks (_cut)
+        thr = FLOOR  # candidates are drafted generously, then cut where the expected gain peaks (_cut)
         probs: list[float] = []  # reach after each drafted token
         tail = None  # where forced tokens that complete the grammar begin
         consumed = 0
@@ -314,7 +253,7 @@ class HybridDrafter(Drafter):
                     reach *= best.rate(taken)
                     probs.append(reach)
                     taken += 1
-                ends_value = taken == len(best.toks) and _base(best.key) in self.whole_values
+                ends_value = taken == len(best.toks) and base(best.key) in self.whole_values
                 if not taken or reach < thr:
                     break
         finally:
@@ -330,7 +269,7 @@ class HybridDrafter(Drafter):
         drafted = self._now.drafted
         for key in self._keys:
             if key is not None:
-                k = _base(key[0])
+                k = base(key[0])
                 drafted[k] = drafted.get(k, 0) + 1
         if cons is not None and self.schema and keep:
             draft.next_forced = self._forced_after(cons, draft.tokens)
@@ -352,15 +291,15 @@ class HybridDrafter(Drafter):
 
     def _unit_costs(self) -> tuple[float, float, float]:
         """(fixed cost of a pass, cost per row, cost per logits row), measured; fixed proportions when seeded."""
-        coef = None if self._fixed else self.costs.coefficients()
+        coef = None if self.rates.fixed else self.costs.coefficients()
         t1 = self.costs.single_token_s()
         if coef is None or not t1:
-            return 1.0, 0.08, 0.1
+            return UNIT_COSTS_UNMEASURED
         _, c1, c2 = coef
-        return max(t1 - c1 - c2, 0.2 * t1), c1, c2
+        return max(t1 - c1 - c2, MIN_FIXED_SHARE * t1), c1, c2
 
     @staticmethod
-    def _take(cand: _Candidate, reach, thr, row_share: float = 0.0, limit: int | None = None) -> tuple[int, float]:
+    def _take(cand: Priced, reach, thr, row_share: float = 0.0, limit: int | None = None) -> tuple[int, float]:
         """How many of a candidate's tokens are worth drafting, and its score: the expected number accepted,
         less `row_share` (a row's cost in units of a plain decoding step) for each token reached with at least
         that probability: a long tail of unlikely tokens must not outbid a short likely candidate."""
@@ -389,18 +328,16 @@ class HybridDrafter(Drafter):
             if gate.rest.get(key, 0) > 0 or (cons is None and src.grammar_only):
                 continue
             t0 = time.perf_counter()
-            toks, m = src.candidate(context, room, cons)
+            found: Candidate | None = src.candidate(context, room, cons)
             gate.lookup_s[key] = gate.lookup_s.get(key, 0.0) + time.perf_counter() - t0
-            if not toks:
+            if found is None or not found.tokens:
                 continue
-            key += PROSE if cons is None else src.rate_suffix
-            breaks = src.breaks
-            if cons is not None:
-                toks = toks[: cons.valid_prefix(toks)]
-            start = START - src.bucket(m)
+            key = found.key + (PROSE if cons is None else "")
+            toks = found.tokens if cons is None else found.tokens[: cons.valid_prefix(found.tokens)]
+            start = START - src.bucket(found.match)
             skip = _shared(toks, forced)
-            cand = _Candidate(src.name, toks, key, self._rates(key, start), start, skip,
-                              self.rate("bytes", START), breaks)
+            cand = Priced(src.name, toks, key, self.rates.of_candidate(key, start), start, skip,
+                           self.rates("bytes", START), found.breaks)
             n, value = self._take(cand, reach, thr, share)
             if not n:
                 continue
@@ -441,7 +378,7 @@ class HybridDrafter(Drafter):
         toks = toks[: min(room, cons.valid_prefix(toks))]
         if not toks:
             return None
-        cand = _Candidate("schema", toks, "bytes", self._rates("bytes", START), START)
+        cand = Priced("schema", toks, "bytes", self.rates.of_candidate("bytes", START), START)
         n, value = self._take(cand, reach, thr, self._row_share())
         cand.toks = toks[:n]
         return (cand, value) if n else None
@@ -455,18 +392,18 @@ class HybridDrafter(Drafter):
             if (best is not None and best.key == key) or quoted != quote:
                 continue
             if len(seq) <= room and cons.valid_prefix(seq) == len(seq):
-                rates = self._rates(key, START)
+                rates = self.rates.of_candidate(key, START)
                 if best is None or rates[0] > best.rates[0]:
-                    best = _Candidate("schema", list(seq), key, rates, START)
+                    best = Priced("schema", list(seq), key, rates, START)
         if best is None or reach * best.rates[0] < thr:
             return None
         return best
 
     def _model_candidate(self, req, context, room, cons, reach):
-        rates = self._rates("model", START)
+        rates = self.rates.of_candidate("model", START)
         token_s = self.model_token_s or self.model_cost_ratio * self.costs.single_token_s()
-        thr = self._threshold(0.0 if self._fixed else token_s)
-        if not self._fixed:
+        thr = self._threshold(0.0 if self.rates.fixed else token_s)
+        if not self.rates.fixed:
             self._model_pays(token_s, thr)
         if reach * rates[0] < thr:
             return None  # on this machine the draft model costs more than it saves right now
@@ -477,7 +414,7 @@ class HybridDrafter(Drafter):
         # cost counts as one token's, else a model that never drafts would be fed every step at no price.
         per = (time.perf_counter() - t0) / max(len(d), 1)
         self.model_token_s = per if not self.model_token_s else 0.8 * self.model_token_s + 0.2 * per
-        cand = _Candidate("model", d.tokens, "model", rates, START)
+        cand = Priced("model", d.tokens, "model", rates, START)
         n, _ = self._take(cand, reach, thr)
         if n == 0:
             return None

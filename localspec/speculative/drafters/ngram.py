@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from localspec.speculative.constraint import Constraint
-from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.draft import Candidate, CandidateDrafter
 from localspec.speculative.drafters.prefix import common_prefix
 
 
@@ -86,9 +86,10 @@ class NgramDrafter(CandidateDrafter):
         self.index = NgramIndex(1)
 
     def candidate(self, context: Sequence[int], max_len: int,
-                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+                  constraint: Constraint | None = None) -> Candidate | None:
         self.index.sync(context)
-        return self.index.best_continuation(context, min(max_len, self.max_len), exclude_from=len(context))
+        return self.found(*self.index.best_continuation(context, min(max_len, self.max_len),
+                                                        exclude_from=len(context)))
 
     def reset(self) -> None:
         self.index = NgramIndex(1)

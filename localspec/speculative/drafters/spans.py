@@ -13,7 +13,7 @@ import re
 from typing import Callable, Sequence
 
 from localspec.speculative.constraint import Constraint
-from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.draft import Candidate, CandidateDrafter
 from localspec.speculative.drafters.textlookup import TextIndex, context_piece, tail_text
 
 # Kinds of span, most specific first; each regex's group 1 is the value.
@@ -73,7 +73,7 @@ class SpanDrafter(CandidateDrafter):
         self.index = TextIndex(self._piece)
 
     def candidate(self, context: Sequence[int], max_len: int,
-                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+                  constraint: Constraint | None = None) -> Candidate | None:
         tail = tail_text(self._piece, context)  # the whole context's text is only needed where a value starts
         if tail.endswith(b'": "'):
             lead_s, lead_n = "", None
@@ -82,11 +82,11 @@ class SpanDrafter(CandidateDrafter):
         elif tail.endswith(b'":'):
             lead_s, lead_n = ' "', " "
         else:
-            return [], 0
+            return None
         self.index.sync(context)
         message, turn = last_request(bytes(self.index.text))
         if not message:
-            return [], 0
+            return None
         spans = [s for s in request_spans(message) if s not in turn]  # skip what this call used already
         numbers = [s for s in spans if _NUMBER.fullmatch(s)]
         words = [s for s in spans if not _NUMBER.fullmatch(s)]
@@ -98,8 +98,8 @@ class SpanDrafter(CandidateDrafter):
             # closing quote: it comes merged with what follows ('",' '"}'), which the hybrid's closers guess.
             toks = ((self._tokenize(lead) if lead else []) + self._tokenize(span))[: min(max_len, self.max_len)]
             if constraint is None or constraint.valid_prefix(toks) == len(toks):
-                return toks, 1
-        return [], 0
+                return self.found(toks, 1)
+        return None
 
     def reset(self) -> None:
         self.index = TextIndex(self._piece)

@@ -11,7 +11,7 @@ import re
 from typing import Callable, Sequence
 
 from localspec.speculative.constraint import Constraint
-from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.draft import Candidate, CandidateDrafter
 from localspec.speculative.drafters.prefix import common_prefix
 
 CONTROL = b"\x00"  # stands for a control token (turn markers): no match runs across one
@@ -106,12 +106,12 @@ class TextLookupDrafter(CandidateDrafter):
         return pos, length
 
     def candidate(self, context: Sequence[int], max_len: int,
-                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+                  constraint: Constraint | None = None) -> Candidate | None:
         self.index.sync(context)
         pos, length = self.match()
         text = self.index.text
         if pos < 0 or not _ALNUM.search(text, pos, pos + length):
-            return [], 0  # punctuation alone ('": ' after any key) says nothing about what follows
+            return None  # punctuation alone ('": ' after any key) says nothing about what follows
         start = pos + length
         follow = bytes(text[start:start + self.max_bytes])
         end = _VALUE_END.search(follow)
@@ -122,9 +122,9 @@ class TextLookupDrafter(CandidateDrafter):
         word = _WORD.match(follow)
         value = follow[:word.end()].decode("utf-8", "ignore") if word else ""
         if not value:
-            return [], 0
+            return None
         toks = self._tokenize(value)[: min(max_len, self.max_len)]
-        return toks, 0 if at_word_end else max(1, length // 3)  # else a match-length bucket, in tokens roughly
+        return self.found(toks, 0 if at_word_end else max(1, length // 3))  # else a match length in tokens, roughly
 
     def reset(self) -> None:
         self.index = TextIndex(self.index._piece)

@@ -11,7 +11,7 @@ import re
 from typing import Callable, Sequence
 
 from localspec.speculative.constraint import Constraint
-from localspec.speculative.draft import CandidateDrafter
+from localspec.speculative.draft import Candidate, CandidateDrafter
 from localspec.speculative.drafters.spans import last_request
 from localspec.speculative.drafters.textlookup import TextIndex, context_piece, tail_text
 
@@ -61,24 +61,24 @@ class ToolNameDrafter(CandidateDrafter):
         self._cache: tuple[object, str, str | None] = (None, "", None)
 
     def candidate(self, context: Sequence[int], max_len: int,
-                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+                  constraint: Constraint | None = None) -> Candidate | None:
         tools = constraint.tools if constraint is not None else None
         if not tools:
-            return [], 0
+            return None
         # The whole context's text is only needed where a name starts.
         if not tail_text(self._piece, context).endswith(_NAME_START):
-            return [], 0
+            return None
         self.index.sync(context)
         message, _ = last_request(bytes(self.index.text))
         if self._cache[:2] != (tools, message):
             self._cache = (tools, message, rank_tools(tools, message))
         name = self._cache[2]
         if not name:
-            return [], 0
+            return None
         toks = self._tokenize(name)[:max_len]
         if constraint.valid_prefix(toks) != len(toks):
-            return [], 0
-        return toks, 1
+            return None
+        return self.found(toks, 1)
 
     def reset(self) -> None:
         self.index = TextIndex(self._piece)

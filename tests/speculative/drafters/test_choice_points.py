@@ -9,10 +9,12 @@ from localspec.speculative.draft import Draft, DraftRequest
 from localspec.speculative.drafters.history import HistoryDrafter
 from localspec.speculative.drafters.hybrid import START, HybridDrafter
 from localspec.speculative.drafters.ngram import NgramDrafter
+from localspec.speculative.drafters.rates import prior
 from localspec.speculative.drafters.spans import SpanDrafter
 from localspec.speculative.drafters.toolnames import ToolNameDrafter, rank_tools
 from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
 from localspec.speculative.sampling import SamplingParams
+from tests.speculative.fakes import as_pair
 
 
 def _tool(name, description, props, required=()):
@@ -51,13 +53,13 @@ def test_tool_name_drafter_proposes_the_requested_tool_where_the_name_starts(smo
     m = Model(smollm2)
     d = ToolNameDrafter(m.token_bytes, lambda t: m.tokenize(t, add_special=False, parse_special=False))
     ctx, cons = _at(m, TOOLS, "What's the weather in Paris?", '{"name": "')
-    got, _ = d.candidate(ctx, 16, cons)
+    got, _ = as_pair(d.candidate(ctx, 16, cons))
     assert m.detokenize(got) == "get_weather"
     # Without the tools' definitions, or anywhere but the start of the name: nothing.
     ctx2, cons2 = _at(m, TOOLS, "What's the weather in Paris?", '{"name": "', with_tools=False)
-    assert d.candidate(ctx2, 16, cons2) == ([], 0)
+    assert as_pair(d.candidate(ctx2, 16, cons2)) == ([], 0)
     ctx3, cons3 = _at(m, TOOLS, "What's the weather in Paris?", '{"name": "get_weather", "arguments": {"city": "')
-    assert d.candidate(ctx3, 16, cons3) == ([], 0)
+    assert as_pair(d.candidate(ctx3, 16, cons3)) == ([], 0)
 
 
 def test_hybrid_prefers_the_requested_tool_over_the_previous_call(smollm2):
@@ -69,8 +71,7 @@ def test_hybrid_prefers_the_requested_tool_over_the_previous_call(smollm2):
     history = HistoryDrafter(tok)
     earlier = '{"name": "read_file", "arguments": {"path": "src/app.py"}}'
     history.add_call_tokens(tok(earlier), earlier, "read_file")
-    hybrid = HybridDrafter(costs=CostModel(), history=history, tools=ToolNameDrafter(m.token_bytes, plain),
-                           tokenize=tok)
+    hybrid = HybridDrafter(costs=CostModel(), sources=[history, ToolNameDrafter(m.token_bytes, plain)], tokenize=tok)
     ctx, cons = _at(m, TOOLS, "What's the weather in Paris?", '{"name": "')
     draft = hybrid.propose(DraftRequest(ctx, 32, SamplingParams(), cons))
     assert m.detokenize(draft.tokens).startswith("get_weather")
@@ -84,7 +85,7 @@ def test_hybrid_drafts_a_span_and_then_where_it_ends(smollm2):
     m = Model(smollm2)
     tok = lambda s: m.tokenize(s, add_special=False)  # noqa: E731
     plain = lambda s: m.tokenize(s, add_special=False, parse_special=False)  # noqa: E731
-    hybrid = HybridDrafter(costs=CostModel(), spans=SpanDrafter(m.token_bytes, plain), tokenize=tok)
+    hybrid = HybridDrafter(costs=CostModel(), sources=[SpanDrafter(m.token_bytes, plain)], tokenize=tok)
     ctx, cons = _at(m, TOOLS, "What's the weather in Paris?", '{"name": "get_weather", "arguments": {"city": "')
     draft = hybrid.propose(DraftRequest(ctx, 32, SamplingParams(), cons))
     assert m.detokenize(draft.tokens) == 'Paris",'
@@ -120,10 +121,10 @@ def test_weak_matches_and_learned_rates_drift_back():
     assert NgramDrafter().bucket(1) == 1 and NgramDrafter().bucket(8) == 0
     hybrid = HybridDrafter(costs=CostModel())
     assert hybrid.rate("ngram", START - 1) < hybrid.rate("ngram", START)  # a weak match starts less sure
-    hybrid.rates[("ngram", START)] = 0.01  # shut out after a run of misses ...
+    hybrid.rates.learned[("ngram", START)] = 0.01  # shut out after a run of misses ...
     for _ in range(100):
         hybrid.observe(Draft(), 0)  # ... and not drafted since
-    assert 0.3 < hybrid.rate("ngram", START) < hybrid._prior("ngram", START)
+    assert 0.3 < hybrid.rate("ngram", START) < prior("ngram", START)
 
 
 def test_a_likelier_guess_at_a_value_beats_a_longer_copy(smollm2):
@@ -140,9 +141,8 @@ def test_a_likelier_guess_at_a_value_beats_a_longer_copy(smollm2):
     cons = GrammarConstraint(m, tool_call_grammar(tools), tools)
     call = tok('{"name": "read_file", "arguments": {"path": "')
     assert cons.consume_valid_prefix(call) == len(call)
-    hybrid = HybridDrafter(costs=CostModel(), ngram=NgramDrafter(), spans=SpanDrafter(m.token_bytes, plain),
-                           tokenize=tok)
-    hybrid.rates.update({("span", START): 0.6, ("ngram", START): 0.58})  # about as sure: length decided
+    hybrid = HybridDrafter(costs=CostModel(), sources=[NgramDrafter(), SpanDrafter(m.token_bytes, plain)], tokenize=tok)
+    hybrid.rates.learned.update({("span", START): 0.6, ("ngram", START): 0.58})  # about as sure: length decided
     draft = hybrid.propose(DraftRequest(prompt + call, 32, SamplingParams(), cons))
     assert m.detokenize(draft.tokens).startswith("src/cli.py")
     assert hybrid._keys[0] == ("span", START)

@@ -7,6 +7,7 @@ import pytest
 from localspec.runtime.model import Model
 from localspec.speculative.drafters.copy import CopyDrafter, escape, string_start, unescape_partial
 from localspec.speculative.drafters.memory import SpanMemory
+from tests.speculative.fakes import as_pair
 
 FILE = ('def restock(self, sku: str, amount: int) -> int:\n    if amount <= 0:\n'
         '        raise ValueError("amount must be positive")\n    item = self.items[sku]\n'
@@ -62,21 +63,21 @@ def test_copies_many_lines_of_a_file_into_a_json_string(m):
     d = _drafter(m)
     written = '{"name": "edit_file", "arguments": {"path": "inventory.py", "old": "' + escape(FILE[:40])
     ctx = _ctx(m, "Here is the file:\n", FILE, "<|im_end|>\n<|im_start|>assistant\n", written)
-    toks, length = d.candidate(ctx, 64, InString(True))
+    toks, length = as_pair(d.candidate(ctx, 64, InString(True)))
     text = m.detokenize(toks)
     # The rest of the file, escaped as JSON writes it: newlines as \n, quotes as \", across lines, in one draft.
     assert escape(FILE[40:]).startswith(text) and len(text) > 60
     assert '\\n        raise ValueError(\\"amount' in text
     assert length >= 40  # the whole string so far matched
     # Outside a string (structure, a key) it proposes nothing: that is the grammar's and the closers' business.
-    assert d.candidate(ctx, 64, InString(False)) == ([], 0)
+    assert as_pair(d.candidate(ctx, 64, InString(False))) == ([], 0)
 
 
 def test_an_escape_left_half_written_is_completed(m):
     d = _drafter(m)
     head = escape(FILE[:FILE.index("\n") + 1])  # ends with the first line's "\n"
     ctx = _ctx(m, FILE, "<|im_end|>", '{"old": "' + head[:-1])  # written so far ends with a lone backslash
-    toks, _ = d.candidate(ctx, 32, InString(True))
+    toks, _ = as_pair(d.candidate(ctx, 32, InString(True)))
     assert m.detokenize(toks).startswith("n    if amount <= 0:\\n")
 
 
@@ -84,12 +85,12 @@ def test_new_starts_as_a_copy_of_old(m):
     d = _drafter(m)
     old = escape(FILE[:90])
     ctx = _ctx(m, FILE, "<|im_end|>", '{"path": "inventory.py", "old": "' + old + '", "new": "')
-    toks, length = d.candidate(ctx, 64, InString(True))
+    toks, length = as_pair(d.candidate(ctx, 64, InString(True)))
     assert old.startswith(m.detokenize(toks)) and len(m.detokenize(toks)) > 40
     assert length == len(old)
     # Under another key the start of a value is left alone.
     ctx = _ctx(m, FILE, "<|im_end|>", '{"path": "inventory.py", "old": "' + old + '", "note": "')
-    assert d.candidate(ctx, 64, InString(True)) == ([], 0)
+    assert as_pair(d.candidate(ctx, 64, InString(True))) == ([], 0)
 
 
 def test_an_earlier_calls_escaped_text_is_not_escaped_twice(m):
@@ -100,7 +101,7 @@ def test_an_earlier_calls_escaped_text_is_not_escaped_twice(m):
     written = ('{"name": "edit_file", "arguments": {"path": "inventory.py", "old": "' + escape(old)
                + '", "new": "    item = self.items[sku]')
     ctx = _ctx(m, "Here is the file:\n", FILE, "<|im_end|>\n<|im_start|>assistant\n", written)
-    text = m.detokenize(d.candidate(ctx, 64, InString(True))[0])
+    text = m.detokenize(as_pair(d.candidate(ctx, 64, InString(True)))[0])
     assert text.startswith("\\n    item.stock += amount\\n"), text
     assert "\\\\n" not in text  # no '\\n': a newline escaped twice
 
@@ -110,7 +111,7 @@ def test_a_literal_in_the_files_own_code_stays_as_the_file_has_it(m):
     code = 'print("done\\n")\nprint("next step")\n'  # the file holds a backslash and an n
     d = _drafter(m)
     ctx = _ctx(m, "Here is the file:\n", code, "<|im_end|>\n", '{"content": "print(\\"done')
-    assert m.detokenize(d.candidate(ctx, 64, InString(True))[0]).startswith('\\\\n\\")\\nprint(\\"next')
+    assert m.detokenize(as_pair(d.candidate(ctx, 64, InString(True)))[0]).startswith('\\\\n\\")\\nprint(\\"next')
 
 
 def test_text_of_an_earlier_call_is_copied_unescaped_into_prose(m):
@@ -118,18 +119,18 @@ def test_text_of_an_earlier_call_is_copied_unescaped_into_prose(m):
     call = json.dumps({"path": "a.py", "content": FILE})
     ctx = _ctx(m, "<|im_start|>assistant\n", call, "<|im_end|>\n<|im_start|>assistant\nI wrote:\n",
                FILE[:60])
-    toks, _ = d.candidate(ctx, 48, None)
+    toks, _ = as_pair(d.candidate(ctx, 48, None))
     assert FILE[60:].startswith(m.detokenize(toks)) and "\n" in m.detokenize(toks)
 
 
 def test_short_or_absent_matches_propose_nothing(m):
     d = _drafter(m)
-    assert d.candidate(_ctx(m, FILE, "<|im_end|>", "completely different words here"), 32, None) == ([], 0)
+    assert as_pair(d.candidate(_ctx(m, FILE, "<|im_end|>", "completely different words here"), 32, None)) == ([], 0)
     # In a string, a tail that occurs nowhere else proposes nothing.
-    assert d.candidate(_ctx(m, FILE, "<|im_end|>", '{"old": "zzqx wholly new text'), 32, InString(True)) == ([], 0)
+    assert as_pair(d.candidate(_ctx(m, FILE, "<|im_end|>", '{"old": "zzqx wholly new text'), 32, InString(True))) == ([], 0)
     # A match never runs across a turn marker.
-    toks, _ = d.candidate(_ctx(m, "alpha beta gamma delta epsilon<|im_end|>zeta", "<|im_end|>",
-                                '{"old": "alpha beta gamma delta epsilon'), 32, InString(True))
+    toks, _ = as_pair(d.candidate(_ctx(m, "alpha beta gamma delta epsilon<|im_end|>zeta", "<|im_end|>",
+                                '{"old": "alpha beta gamma delta epsilon'), 32, InString(True)))
     assert toks == []
 
 
@@ -161,13 +162,13 @@ def test_a_new_request_finds_what_an_earlier_one_wrote(m):
     d = _drafter(m, memory=SpanMemory())
     first = _ctx(m, "<|im_start|>user\nWrite the file.<|im_end|>\n<|im_start|>assistant\n",
                  json.dumps({"path": "a.py", "content": FILE}))
-    assert d.candidate(first, 8, None) is not None  # indexes the first request
+    assert as_pair(d.candidate(first, 8, None)) is not None  # indexes the first request
     second = _ctx(m, "<|im_start|>user\nAnd again, please.<|im_end|>\n<|im_start|>assistant\n",
                   '{"path": "b.py", "content": "' + escape(FILE[:70]))
-    toks, length = d.candidate(second, 64, InString(True))
+    toks, length = as_pair(d.candidate(second, 64, InString(True)))
     assert escape(FILE[70:]).startswith(m.detokenize(toks)) and len(m.detokenize(toks)) > 40 and length >= 12
     # Without memory the second request has nothing to copy from.
-    assert _drafter(m).candidate(second, 64, InString(True)) == ([], 0)
+    assert as_pair(_drafter(m).candidate(second, 64, InString(True))) == ([], 0)
 
 
 def test_calls_from_an_earlier_session_seed_the_memory(m):
@@ -175,22 +176,23 @@ def test_calls_from_an_earlier_session_seed_the_memory(m):
     _drafter(m, memory=mem).add_call_tokens([], json.dumps({"path": "a.py", "content": FILE}), "write_file")
     d = _drafter(m, memory=mem)  # a new session sharing the memory
     ctx = _ctx(m, "<|im_start|>assistant\n", '{"path": "a.py", "old": "' + escape(FILE[:60]))
-    toks, _ = d.candidate(ctx, 32, InString(True))
+    toks, _ = as_pair(d.candidate(ctx, 32, InString(True)))
     assert escape(FILE[60:]).startswith(m.detokenize(toks)) and toks
 
 
 def test_a_copy_marks_its_line_starts_and_the_value_it_goes_into(m):
-    """Where a line of the copied text starts is where an edit's `old` usually stops: the drafter marks the first
-    token past each escaped newline (CandidateDrafter.breaks), and says which value it copies into."""
+    """Where a line of the copied text starts is where an edit's `old` usually stops: the drafter's Candidate marks
+    the first token past each escaped newline (Candidate.breaks), and its key says which value it copies into."""
     d = _drafter(m)
     written = '{"name": "edit_file", "arguments": {"path": "inventory.py", "old": "' + escape(FILE[:40])
-    toks, _ = d.candidate(_ctx(m, "Here is the file:\n", FILE, "<|im_end|>\n", written), 64, InString(True))
-    assert d.rate_suffix == ":old" and d.breaks
-    for i in d.breaks:  # each mark is the first token after a newline of the file
+    found = d.candidate(_ctx(m, "Here is the file:\n", FILE, "<|im_end|>\n", written), 64, InString(True))
+    toks = found.tokens
+    assert found.key == "copy:old" and found.breaks
+    for i in found.breaks:  # each mark is the first token after a newline of the file
         assert m.detokenize(toks[:i]).endswith("\\n") or m.detokenize(toks[:i + 1]).split("\\n")[-1].strip()
-    assert len(d.breaks) == m.detokenize(toks).count("\\n") - m.detokenize(toks).endswith("\\n")
+    assert len(found.breaks) == m.detokenize(toks).count("\\n") - m.detokenize(toks).endswith("\\n")
     d2 = _drafter(m)
-    d2.candidate(_ctx(m, FILE, "<|im_end|>\n", '{"content": "' + escape(FILE[:40])), 64, InString(True))
-    assert d2.rate_suffix == ":content"
-    d2.candidate(_ctx(m, FILE, "<|im_end|>\n", "The file starts with " + FILE[:40]), 64, None)
-    assert d2.rate_suffix == "" and d2.breaks == ()  # prose: no marks
+    found = d2.candidate(_ctx(m, FILE, "<|im_end|>\n", '{"content": "' + escape(FILE[:40])), 64, InString(True))
+    assert found.key == "copy:content"
+    found = d2.candidate(_ctx(m, FILE, "<|im_end|>\n", "The file starts with " + FILE[:40]), 64, None)
+    assert found.key == "copy" and found.breaks == ()  # prose: no marks

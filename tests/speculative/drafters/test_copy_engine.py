@@ -9,6 +9,7 @@ from localspec.chat.prompt import chat_prompt_tokens
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
+from localspec.speculative.config import TARGET_ONLY, DraftingConfig
 from localspec.speculative.costs import CostModel
 from localspec.speculative.drafters.copy import escape
 from localspec.speculative.drafters.history import CallHistory
@@ -55,15 +56,15 @@ def test_engine_drafts_a_long_copy_inside_edit_file_and_stays_exact(smollm2_f16)
     pair = load_pair(smollm2_f16, ctx=ContextSettings(n_ctx=4096))
     m = pair.target
     prompt = chat_prompt_tokens(m, MESSAGES, TOOLS)
-    ref = _run(build_engine(pair, use_draft_model=False), m, prompt)
-    spec = build_engine(pair, drafters=("schema", "history", "ngram"), history=CallHistory(), costs=_quiet_costs())
+    ref = _run(build_engine(pair, TARGET_ONLY), m, prompt)
+    spec = build_engine(pair, DraftingConfig(drafters=("schema", "history", "ngram")), history=CallHistory(), costs=_quiet_costs())
     got = _run(spec, m, prompt)
     assert got.text == ref.text
     # The model does copy the method on for three lines (else this test could not tell anything) ...
     assert got.text.startswith(escape(FILE[CUT:FILE.index('("restock"')])), got.text[:200]
     # ... and the copy was drafted in long runs (a pass ends with the target's own token, so a run of drafted
     # tokens is one accepted draft), tracked under the copy key for copies into `old`.
-    assert ("copy:old", 4) in spec.drafter.rates  # copies were drafted (and judged) five tokens deep and more
+    assert ("copy:old", 4) in spec.drafter.rates.learned  # copies were drafted (and judged) five tokens deep and more
     runs, run = [], 0
     for origin in got.origins:
         run = run + 1 if origin == "ngram" else 0
@@ -80,7 +81,7 @@ def test_engine_memory_persists_across_requests_and_is_seeded_from_history(smoll
     pair = load_pair(smollm2_f16, ctx=ContextSettings(n_ctx=2048))
     history = CallHistory()
     history.add(json.dumps({"name": "write_file", "arguments": {"path": "shop.py", "content": FILE}}), "write_file")
-    engine = build_engine(pair, drafters=("ngram",), history=history)
+    engine = build_engine(pair, DraftingConfig(drafters=("ngram",)), history=history)
     copy = engine.drafter.sources[-1]
     follow, length = copy.memory.find(b"x\n    if amount <= 0:\n", 32)
     assert follow == b'        raise ValueError("amount' and length == len("\n    if amount <= 0:\n")

@@ -9,6 +9,7 @@ import pytest
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
+from localspec.speculative.config import TARGET_ONLY, DraftingConfig
 from localspec.speculative.draft import DraftRequest
 from localspec.speculative.drafters.history import CallHistory, HistoryDrafter
 from localspec.speculative.drafters.ngram import NgramDrafter, NgramIndex
@@ -16,6 +17,7 @@ from localspec.speculative.drafters.prefix import common_prefix
 from localspec.speculative.engine import GenParams
 from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
 from localspec.speculative.sampling import SamplingParams
+from tests.speculative.fakes import as_pair
 
 TOOLS = [
     {"type": "function", "function": {"name": "read_file", "parameters": {
@@ -64,9 +66,9 @@ def test_common_prefix_finds_a_new_case_after_the_same_system_prompt():
 def test_ngram_runs_on_through_a_run_of_one_token():
     """'1000000': the copy of a run goes on as far as asked, not one token per pass; longer periods do not."""
     d = NgramDrafter(max_len=16)
-    assert d.candidate([7, 1, 0, 0, 0, 0], 6) == ([0] * 6, 3)
-    assert d.candidate([7, 1, 0], 6) == ([], 0)  # a single token is no run yet
-    assert d.candidate([1, 2, 3, 1, 2, 3], 6)[0] == [1, 2, 3]  # a list looping on items: the plain copy
+    assert as_pair(d.candidate([7, 1, 0, 0, 0, 0], 6)) == ([0] * 6, 3)
+    assert as_pair(d.candidate([7, 1, 0], 6)) == ([], 0)  # a single token is no run yet
+    assert as_pair(d.candidate([1, 2, 3, 1, 2, 3], 6))[0] == [1, 2, 3]  # a list looping on items: the plain copy
 
 
 def test_ngram_drafter_copies_from_context():
@@ -102,8 +104,8 @@ def test_hybrid_is_exact_under_grammar_smollm2_f16(smollm2_f16, smollm2, drafter
     pair = load_pair(smollm2_f16, smollm2, ctx=ContextSettings(n_ctx=2048))
     from localspec.chat.prompt import chat_prompt_tokens
 
-    base = build_engine(pair, use_draft_model=False)
-    spec = build_engine(pair, drafters=drafters, draft_p_min=0.3)
+    base = build_engine(pair, TARGET_ONLY)
+    spec = build_engine(pair, DraftingConfig(drafters=tuple(drafters), draft_p_min=0.3))
     m = pair.target
     asks = ["Read the file notes/todo.txt", "What is the weather in Paris in celsius?",
             "Read the file src/main.py starting at line 10", "Weather in Oslo, fahrenheit please"]
@@ -123,7 +125,7 @@ def test_hybrid_is_exact_under_grammar_smollm2_f16(smollm2_f16, smollm2, drafter
 
 def test_hybrid_sampling_is_valid_and_reproducible(tiny_pair_paths):
     pair = load_pair(*tiny_pair_paths, ctx=ContextSettings(n_ctx=1024))
-    spec = build_engine(pair, drafters=("schema", "ngram", "history", "model"), draft_p_min=0.0)
+    spec = build_engine(pair, DraftingConfig(drafters=("schema", "ngram", "history", "model"), draft_p_min=0.0))
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
                                          "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
@@ -148,8 +150,8 @@ def test_hybrid_marks_grammar_forced_tokens_inside_copied_spans(smollm2):
 
     m = Model(smollm2)
     tok = lambda s: m.tokenize(s, add_special=False)  # noqa: E731
-    hybrid = HybridDrafter(costs=CostModel(), ngram=NgramDrafter(), tokenize=tok)
-    hybrid.rates.update({("ngram", d): 0.95 for d in (-1, 1, 2, 3, 4)})  # as if copying had worked well so far
+    hybrid = HybridDrafter(costs=CostModel(), sources=[NgramDrafter()], tokenize=tok)
+    hybrid.rates.learned.update({("ngram", d): 0.95 for d in (-1, 1, 2, 3, 4)})  # as if copying had worked well so far
     earlier = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>'
     grammar = tool_call_grammar(TOOLS, prefix="<tool_call>\n", suffix="\n</tool_call>")
     cons = GrammarConstraint(m, grammar)
@@ -172,8 +174,8 @@ def test_forced_end_of_call_needs_no_verify_pass(smollm2_f16):
 
     pair = load_pair(smollm2_f16, ctx=ContextSettings(n_ctx=2048))
     m = pair.target
-    base = build_engine(pair, use_draft_model=False)
-    spec = build_engine(pair, drafters=("schema",))
+    base = build_engine(pair, TARGET_ONLY)
+    spec = build_engine(pair, DraftingConfig(drafters=("schema",)))
     prompt = chat_prompt_tokens(m, [{"role": "user", "content": "Read the file notes/todo.txt"}], TOOLS)
     ref = _constrained(base, m, prompt, TOOLS)
     got = _constrained(spec, m, prompt, TOOLS)
@@ -196,7 +198,7 @@ def test_hybrid_guesses_forced_text_that_no_single_token_forces(smollm2):
     schema drafter proposes it as a guess (not marked forced: the target's logits must check it)."""
     pair = load_pair(smollm2, ctx=ContextSettings(n_ctx=1024))
     m = pair.target
-    spec = build_engine(pair, drafters=("schema",))
+    spec = build_engine(pair, DraftingConfig(drafters=("schema",)))
     cons = GrammarConstraint(m, tool_call_grammar(TOOLS))
     done = m.tokenize('{"name": "read_file", "arguments": {"path": "a", "start_line":', add_special=False)
     assert cons.consume_valid_prefix(done) == len(done)

@@ -3,7 +3,7 @@ saved, says so in `switched_off`, and tries it again a window later (pure policy
 
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, DraftRequest
-from localspec.speculative.drafters.gate import _GATE_WINDOW, _PROSE_WINDOW
+from localspec.speculative.drafters.gate import GATE_WINDOW, PROSE_WINDOW
 from localspec.speculative.drafters.hybrid import PROSE, HybridDrafter
 from localspec.speculative.sampling import SamplingParams
 from tests.speculative.fakes import Script
@@ -16,8 +16,8 @@ class Source(CandidateDrafter):
     def candidate(self, context, max_len, constraint=None):
         self.asked += 1
         if self.after is not None and context[-1] != self.after:
-            return [], 0
-        return list(self.toks), 8
+            return None
+        return self.found(self.toks, 8)
 
 
 def _costs() -> CostModel:
@@ -29,15 +29,15 @@ def _costs() -> CostModel:
 
 def _pair():
     idle, good = Source("ngram", [9]), Source("history", [5, 6, 7], after=3)
-    h = HybridDrafter(costs=_costs(), schema=False, ngram=idle, history=good)
-    h.rates.update({(k, b): 0.9 for k in ("history", "history" + PROSE) for b in (-1, 1, 2, 3, 4)})  # it is right
+    h = HybridDrafter(costs=_costs(), sources=[good, idle], schema=False)
+    h.rates.learned.update({(k, b): 0.9 for k in ("history", "history" + PROSE) for b in (-1, 1, 2, 3, 4)})  # it is right
     return h, idle
 
 
 def test_in_prose_a_source_that_saves_nothing_rests_longer_each_time():
     h, idle = _pair()
     req = DraftRequest([1, 2, 3], 8, SamplingParams())
-    w = _PROSE_WINDOW
+    w = PROSE_WINDOW
     for _ in range(w - 1):
         d = h.propose(req)
         h.observe(d, 3)  # the good source's tokens are accepted, the idle one's guess after them is not
@@ -62,12 +62,12 @@ def test_in_prose_a_source_that_saves_nothing_rests_longer_each_time():
 def test_under_a_grammar_a_source_that_saves_nothing_sits_out_one_window():
     h, idle = _pair()
     req = DraftRequest([1, 2, 3], 8, SamplingParams(), Script([{5, 6, 7, 9}] * 8))
-    for _ in range(_GATE_WINDOW):
+    for _ in range(GATE_WINDOW):
         d = h.propose(req)
         h.observe(d, 3)
-    assert set(h.switched_off) == {"ngram"} and f"off for {_GATE_WINDOW} steps" in h.switched_off["ngram"]
+    assert set(h.switched_off) == {"ngram"} and f"off for {GATE_WINDOW} steps" in h.switched_off["ngram"]
     asked = idle.asked
-    for _ in range(_GATE_WINDOW - 1):
+    for _ in range(GATE_WINDOW - 1):
         d = h.propose(req)
         h.observe(d, 3)
     assert idle.asked == asked
@@ -79,29 +79,29 @@ def test_under_a_grammar_a_source_the_cut_never_let_through_is_not_rested():
     """On a busy machine a row can cost as much as a step: the cut then drafts nothing, and no source is to blame;
     under a grammar a source may speak at one place only (which tool), so it stays on."""
     src = Source("ngram", [9, 9])
-    h = HybridDrafter(costs=_costs(), schema=False, ngram=src)
-    h.rates.update({("ngram", b): 0.01 for b in (-2, -1, 1, 2, 3, 4)})  # far below what a row costs
+    h = HybridDrafter(costs=_costs(), sources=[src], schema=False)
+    h.rates.learned.update({("ngram", b): 0.01 for b in (-2, -1, 1, 2, 3, 4)})  # far below what a row costs
     grammar = Script([{8, 9}] * 4)
-    for _ in range(2 * _GATE_WINDOW):
+    for _ in range(2 * GATE_WINDOW):
         assert not h.propose(DraftRequest([1, 2, 3], 8, SamplingParams(), grammar)).tokens
-    assert not h.switched_off and src.asked == 2 * _GATE_WINDOW
+    assert not h.switched_off and src.asked == 2 * GATE_WINDOW
 
 
 def test_in_prose_a_lookup_that_never_pays_rests_even_if_never_drafted():
     """In prose a lookup whose guesses the cut never lets through is pure cost: it sits out the next window."""
     src = Source("ngram", [9, 9])
-    h = HybridDrafter(costs=_costs(), schema=False, ngram=src)
-    h.rates.update({("ngram" + PROSE, b): 0.01 for b in (-2, -1, 1, 2, 3, 4)})  # far below what a row costs
-    for _ in range(_PROSE_WINDOW + 5):
+    h = HybridDrafter(costs=_costs(), sources=[src], schema=False)
+    h.rates.learned.update({("ngram" + PROSE, b): 0.01 for b in (-2, -1, 1, 2, 3, 4)})  # far below what a row costs
+    for _ in range(PROSE_WINDOW + 5):
         assert not h.propose(DraftRequest([1, 2, 3], 8, SamplingParams())).tokens
-    assert set(h.switched_off) == {"ngram (prose)"} and src.asked == _PROSE_WINDOW - 1  # one lookup a proposal
+    assert set(h.switched_off) == {"ngram (prose)"} and src.asked == PROSE_WINDOW - 1  # one lookup a proposal
 
 
 def test_seeded_sampling_never_gates():
     """Seeded sampling must replay exactly, so drafting may not depend on measured times."""
     idle = Source("ngram", [9])
-    h = HybridDrafter(costs=_costs(), schema=False, ngram=idle)
+    h = HybridDrafter(costs=_costs(), sources=[idle], schema=False)
     req = DraftRequest([1, 2, 3], 8, SamplingParams(temperature=0.8, seed=1))
-    for _ in range(3 * _GATE_WINDOW):
+    for _ in range(3 * GATE_WINDOW):
         h.propose(req)
-    assert idle.asked >= 3 * _GATE_WINDOW and not h.switched_off
+    assert idle.asked >= 3 * GATE_WINDOW and not h.switched_off

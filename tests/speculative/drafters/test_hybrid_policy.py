@@ -1,8 +1,8 @@
 """The hybrid drafting policy on literal numbers: no model, no llguidance, milliseconds.
 
-What is tested is the arithmetic that keeps being tuned: acceptance priors and how observations move them (_EMA,
-_DRIFT), when one more drafted row pays (_threshold, from the cost model), how far a candidate is taken (_take,
-_FLOOR) and where a draft is cut (cut_length). Every expected value below is worked out by hand in its comment, so
+What is tested is the arithmetic that keeps being tuned: acceptance priors and how observations move them (EMA,
+DRIFT in drafters/rates.py), when one more drafted row pays (_threshold, from the cost model), how far a candidate
+is taken (_take, FLOOR) and where a draft is cut (cut_length). Every expected value below is worked out by hand in its comment, so
 a change to a constant or a formula fails here first. The grammar is a small scripted Constraint (the real one needs
 a model's vocabulary; tests/speculative/drafters/test_choice_points.py drives the same policy on SmolLM2 with
 llguidance); the cost model is the real CostModel, fed the timings of a made-up machine.
@@ -14,7 +14,7 @@ import pytest
 
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, Draft, DraftRequest
-from localspec.speculative.drafters.hybrid import LINE, PROSE, START, HybridDrafter, _Candidate, cut_length
+from localspec.speculative.drafters.hybrid import LINE, PROSE, START, HybridDrafter, Priced, cut_length
 from localspec.speculative.sampling import SamplingParams
 from tests.speculative.fakes import Script
 
@@ -34,14 +34,18 @@ class Literal(CandidateDrafter):
     """A source that proposes the same tokens (what an n-gram or history match would find) where the context is
     `at` tokens long, nothing elsewhere."""
 
-    def __init__(self, name: str, tokens: list[int], at: int, match: int = 1):
+    def __init__(self, name: str, tokens: list[int], at: int, match: int = 1, breaks: tuple[int, ...] = (),
+                 suffix: str = ""):
         self.name = name
         self.tokens = tokens
         self.at = at
         self.match = match
+        self.breaks, self.suffix = breaks, suffix  # what a copy would report: line starts, the value it goes into
 
     def candidate(self, context, max_len, constraint=None):
-        return (self.tokens[:max_len], self.match) if len(context) == self.at else ([], 0)
+        if len(context) != self.at:
+            return None
+        return self.found(self.tokens[:max_len], self.match, breaks=self.breaks, suffix=self.suffix)
 
 
 # -- priors and learned rates ----------------------------------------------------------------------------------
@@ -68,7 +72,7 @@ def test_observe_moves_judged_rates_by_the_ema_and_skips_the_rest():
     hybrid = HybridDrafter(costs=CostModel())
     hybrid._keys = [None, ("ngram", START), ("ngram", 1), ("ngram", 2)]  # a forced token, then a copied span
     hybrid.observe(Draft(), 2)  # forced + first copied token accepted, the second rejected, the third never judged
-    assert hybrid.rates == pytest.approx({
+    assert hybrid.rates.learned == pytest.approx({
         ("ngram", START): 0.85 * 0.5 + 0.15,  # 0.575
         ("ngram", 1): 0.85 * 0.85,  # 0.7225
     })
@@ -77,19 +81,19 @@ def test_observe_moves_judged_rates_by_the_ema_and_skips_the_rest():
 
 def test_observe_drifts_every_rate_towards_its_prior_before_updating():
     hybrid = HybridDrafter(costs=CostModel())
-    hybrid.rates = {("ngram", START): 0.575, ("history", 1): 0.5}
+    hybrid.rates.learned = {("ngram", START): 0.575, ("history", 1): 0.5}
     hybrid._keys = []
     hybrid.observe(Draft(), 0)  # nothing judged: drift alone, 1% of the way back to the prior
-    assert hybrid.rates == pytest.approx({("ngram", START): 0.575 - 0.01 * 0.075,  # 0.57425
+    assert hybrid.rates.learned == pytest.approx({("ngram", START): 0.575 - 0.01 * 0.075,  # 0.57425
                                           ("history", 1): 0.5 + 0.01 * 0.35})  # 0.5035
     hybrid._keys = [("ngram", START)]
     hybrid.observe(Draft(), 0)  # drift (0.57425 -> 0.5735075), then the rejection
-    assert hybrid.rates[("ngram", START)] == pytest.approx(0.85 * (0.57425 - 0.01 * 0.07425))  # 0.487481...
+    assert hybrid.rates.learned[("ngram", START)] == pytest.approx(0.85 * (0.57425 - 0.01 * 0.07425))  # 0.487481...
 
 
 def test_a_shut_out_source_recovers_by_drift():
     hybrid = HybridDrafter(costs=CostModel())
-    hybrid.rates[("ngram", START)] = 0.01  # below every threshold: no longer drafted, so no longer observed
+    hybrid.rates.learned[("ngram", START)] = 0.01  # below every threshold: no longer drafted, so no longer observed
     for _ in range(100):
         hybrid.observe(Draft(), 0)
     # 0.5 - 0.49 * 0.99^100
@@ -99,8 +103,8 @@ def test_a_shut_out_source_recovers_by_drift():
 
 def test_seeded_sampling_uses_priors_only():
     hybrid = HybridDrafter(costs=measured())
-    hybrid.rates[("ngram", START)] = 0.1
-    hybrid._fixed = True  # what propose() sets for seeded sampling: drafts must replay exactly
+    hybrid.rates.learned[("ngram", START)] = 0.1
+    hybrid.rates.fixed = True  # what propose() sets for seeded sampling: drafts must replay exactly
     assert hybrid.rate("ngram", START) == 0.5
     assert hybrid._threshold() == 0.15 and hybrid._unit_costs() == (1.0, 0.08, 0.1)
 
@@ -143,14 +147,14 @@ RATES = [0.8, 0.9, 0.9, 0.9, 0.5]  # first token, then depth 1, 2, 3, 4+
     (1.0, 0.9, 0.0, None, 0, 0.0),  # not even the first token
 ])
 def test_take(reach, thr, share, limit, n, value):
-    cand = _Candidate("ngram", [1, 2, 3, 4, 5, 6], "ngram", RATES, START)
+    cand = Priced("ngram", [1, 2, 3, 4, 5, 6], "ngram", RATES, START)
     got_n, got_value = HybridDrafter._take(cand, reach, thr, share, limit)
     assert got_n == n and got_value == pytest.approx(value)
 
 
 def test_take_counts_spelled_forced_text_at_the_forced_rate():
     # The first two tokens spell text the grammar forces: they go at 0.99, then the source's own guess starts.
-    cand = _Candidate("ngram", [1, 2, 3, 4], "ngram", RATES, START, skip=2, forced_rate=0.99)
+    cand = Priced("ngram", [1, 2, 3, 4], "ngram", RATES, START, skip=2, forced_rate=0.99)
     assert [cand.rate(i) for i in range(4)] == [0.99, 0.99, 0.8, 0.9]
     assert cand.bucket(1) == ("bytes", START) and cand.bucket(2) == ("ngram", START) and cand.bucket(3) == ("ngram", 1)
     n, value = HybridDrafter._take(cand, 1.0, 0.3, 0.0)
@@ -188,7 +192,7 @@ def _script() -> Script:
 
 def test_propose_drafts_forced_tokens_then_the_valid_part_of_a_candidate():
     # Asked after [0] + the two forced tokens; 99: the grammar refuses it.
-    hybrid = HybridDrafter(costs=CostModel(), history=Literal("history", [11, 12, 99], at=3))
+    hybrid = HybridDrafter(costs=CostModel(), sources=[Literal("history", [11, 12, 99], at=3)])
     cons = _script()
     draft = hybrid.propose(DraftRequest([0], 16, SamplingParams(), cons))
     # reach: 1, 1 (forced), 0.75 (history's prior), 0.6375 (* 0.85 depth prior), then '}' forced at 0.6375;
@@ -200,22 +204,22 @@ def test_propose_drafts_forced_tokens_then_the_valid_part_of_a_candidate():
     assert hybrid._keys == [None, None, ("history", START), ("history", 1)]
     assert cons.pos == 0  # the grammar is left where it was
     hybrid.observe(draft, 3)  # the forced ones and 11 accepted; 12 rejected
-    assert hybrid.rates == pytest.approx({("history", START): 0.85 * 0.75 + 0.15, ("history", 1): 0.85 * 0.85})
+    assert hybrid.rates.learned == pytest.approx({("history", START): 0.85 * 0.75 + 0.15, ("history", 1): 0.85 * 0.85})
 
 
 def test_propose_stops_where_reach_falls_below_the_floor():
     # A source that lost its standing: first token at 0.015, below _FLOOR (0.02): nothing but the forced tokens,
     # which then save nothing alone (cut_length keeps them: ties go to the longer prefix).
-    hybrid = HybridDrafter(costs=CostModel(), history=Literal("history", [11, 12], at=3))
-    hybrid.rates[("history", START)] = 0.015
+    hybrid = HybridDrafter(costs=CostModel(), sources=[Literal("history", [11, 12], at=3)])
+    hybrid.rates.learned[("history", START)] = 0.015
     draft = hybrid.propose(DraftRequest([0], 16, SamplingParams(), _script()))
     assert draft.tokens == [1, 2] and draft.forced == [True, True]
 
 
 def test_propose_without_a_grammar_cuts_a_long_copy():
     # No grammar: the copy is taken while reach stays above _FLOOR, then cut where the gain peaks.
-    hybrid = HybridDrafter(costs=CostModel(), ngram=Literal("ngram", list(range(20, 40)), at=1))
-    hybrid.rates.update({("ngram" + PROSE, START): 0.9, ("ngram" + PROSE, 4): 0.6,  # prose: rates of its own
+    hybrid = HybridDrafter(costs=CostModel(), sources=[Literal("ngram", list(range(20, 40)), at=1)])
+    hybrid.rates.learned.update({("ngram" + PROSE, START): 0.9, ("ngram" + PROSE, 4): 0.6,  # prose: rates of its own
                          **{("ngram" + PROSE, d): 0.85 for d in (1, 2, 3)}})
     draft = hybrid.propose(DraftRequest([0], 32, SamplingParams()))
     # reach: 0.9, 0.765, 0.65025, 0.5527, then * 0.6 per token: 0.3316, 0.199, 0.1194, 0.0716, 0.043, 0.0258
@@ -227,36 +231,35 @@ def test_propose_without_a_grammar_cuts_a_long_copy():
 
 def test_where_rows_are_cheap_the_floor_decides_the_length():
     # Rows cost 1% of a pass here, so even unlikely tokens pay (cut_length keeps them): drafting stops at _FLOOR.
-    hybrid = HybridDrafter(costs=measured(0.010, 0.0001, 0.0001), ngram=Literal("ngram", list(range(20, 40)), at=1))
-    hybrid.rates.update({("ngram" + PROSE, START): 0.9, **{("ngram" + PROSE, d): 0.5 for d in (1, 2, 3, 4)}})
+    hybrid = HybridDrafter(costs=measured(0.010, 0.0001, 0.0001), sources=[Literal("ngram", list(range(20, 40)), at=1)])
+    hybrid.rates.learned.update({("ngram" + PROSE, START): 0.9, **{("ngram" + PROSE, d): 0.5 for d in (1, 2, 3, 4)}})
     draft = hybrid.propose(DraftRequest([0], 32, SamplingParams()))
     # reach: 0.9, 0.45, 0.225, 0.1125, 0.05625, 0.028125 (>= 0.02), 0.0140625 (< 0.02: not drafted)
     assert draft.tokens == list(range(20, 26))
 
 
-# -- where a copy may stop (CandidateDrafter.breaks) and per-kind rates (rate_suffix) --------------------------
+# -- where a copy may stop (Candidate.breaks) and per-kind rates (Candidate.key) -------------------------------
 
 def test_a_copys_line_starts_are_priced_and_learned_apart():
-    src = Literal("ngram", list(range(20, 30)), at=1)
-    src.breaks, src.rate_suffix = (4, 8), ":old"  # two line starts in the copy; it goes into an edit's `old`
-    hybrid = HybridDrafter(costs=measured(0.010, 0.0001, 0.0001), ngram=src)
+    # Two line starts in the copy; it goes into an edit's `old`.
+    src = Literal("ngram", list(range(20, 30)), at=1, breaks=(4, 8), suffix=":old")
+    hybrid = HybridDrafter(costs=measured(0.010, 0.0001, 0.0001), sources=[src])
     rates = {START: 0.9, 1: 0.99, 2: 0.99, 3: 0.99, 4: 0.99, LINE: 0.5}
-    hybrid.rates.update({("ngram:old", b): r for b, r in rates.items()})
+    hybrid.rates.learned.update({("ngram:old", b): r for b, r in rates.items()})
     draft = hybrid.propose(DraftRequest([0], 32, SamplingParams(), Script([set(range(20, 30))] * 10)))
     assert [k for k in hybrid._keys] == [("ngram:old", START), ("ngram:old", 1), ("ngram:old", 2),
                                          ("ngram:old", 3), ("ngram:old", LINE)] + [("ngram:old", 4)] * 3 + \
         [("ngram:old", LINE), ("ngram:old", 4)]
     hybrid.observe(draft, 4)  # stopped at the first line start: only the LINE rate learns that
-    assert hybrid.rates[("ngram:old", LINE)] < 0.5 and hybrid.rates[("ngram:old", 4)] == pytest.approx(0.99, abs=0.01)
-    assert ("ngram", LINE) not in hybrid.rates  # copies into other values keep their own rates
+    assert hybrid.rates.learned[("ngram:old", LINE)] < 0.5 and hybrid.rates.learned[("ngram:old", 4)] == pytest.approx(0.99, abs=0.01)
+    assert ("ngram", LINE) not in hybrid.rates.learned  # copies into other values keep their own rates
 
 
 def test_a_line_start_prices_the_draft_down():
     # The same copy with a line start that is rarely passed is cut there; without one it runs on.
     def cut_at(breaks):
-        src = Literal("ngram", list(range(20, 40)), at=1)
-        src.breaks = breaks
-        hybrid = HybridDrafter(costs=CostModel(), ngram=src)
-        hybrid.rates.update({("ngram", b): 0.99 for b in (START, 1, 2, 3, 4)} | {("ngram", LINE): 0.05})
+        src = Literal("ngram", list(range(20, 40)), at=1, breaks=breaks)
+        hybrid = HybridDrafter(costs=CostModel(), sources=[src])
+        hybrid.rates.learned.update({("ngram", b): 0.99 for b in (START, 1, 2, 3, 4)} | {("ngram", LINE): 0.05})
         return len(hybrid.propose(DraftRequest([0], 32, SamplingParams(), Script([set(range(20, 40))] * 20))))
     assert cut_at(()) == 20 and cut_at((6,)) == 6

@@ -4,6 +4,7 @@ from localspec.chat.prompt import chat_prompt_tokens
 from localspec.runtime.model import Model
 from localspec.speculative.drafters.spans import SpanDrafter, request_spans
 from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
+from tests.speculative.fakes import as_pair
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {
     "type": "object", "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"},
@@ -27,16 +28,16 @@ def test_span_drafter_fills_values_in_order_under_the_grammar(smollm2):
     toks = m.tokenize(call, add_special=False)
     assert cons.consume_valid_prefix(toks) == len(toks)
     # A string value: the numbers do not fit there (the grammar says so), the path does.
-    got, _ = d.candidate(prompt + toks, 16, cons)
+    got, _ = as_pair(d.candidate(prompt + toks, 16, cons))
     assert m.detokenize(got) == "src/app.py"
     # An integer value after the path was used: the first number.
     rest = m.tokenize('src/app.py", "start_line":', add_special=False)
     assert cons.consume_valid_prefix(rest) == len(rest)
-    got, _ = d.candidate(prompt + toks + rest, 16, cons)
+    got, _ = as_pair(d.candidate(prompt + toks + rest, 16, cons))
     assert m.detokenize(got).strip() == "74"
     more = m.tokenize(' 74, "end_line":', add_special=False)
     assert cons.consume_valid_prefix(more) == len(more)
-    got, _ = d.candidate(prompt + toks + rest + more, 16, cons)
+    got, _ = as_pair(d.candidate(prompt + toks + rest + more, 16, cons))
     assert m.detokenize(got).strip() == "114"  # 74 is used already
     # Not at a value start: nothing.
-    assert d.candidate(prompt + m.tokenize('{"name', add_special=False), 16) == ([], 0)
+    assert as_pair(d.candidate(prompt + m.tokenize('{"name', add_special=False), 16)) == ([], 0)
