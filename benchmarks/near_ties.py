@@ -21,8 +21,7 @@ import numpy as np  # noqa: E402
 
 from localspec.bench.runner import case_prompt  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402
-from localspec.runtime.context import ContextSettings  # noqa: E402
-from localspec.runtime.pair import load_pair  # noqa: E402
+from localspec.launch import RunFlags, open_pair, resolve_config  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -34,13 +33,15 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     outputs = json.loads(Path(a.result).read_text())["outputs"]
     cases = {c.id: c for c in load_suite(a.suite)}
-    pair = load_pair(a.target, ctx=ContextSettings(n_ctx=4096))
+    pair, _ = open_pair(resolve_config(RunFlags(target=a.target, no_draft=True)))
     m, ctx = pair.target, pair.target_ctx
     for base, spec in zip(outputs["baseline"], outputs[a.config]):
-        if base["text"] == spec["text"]:
+        # Everything each turn wrote, answer and calls in order (older results: the text alone).
+        wb, ws = base.get("written", base["text"]), spec.get("written", spec["text"])
+        if wb == ws:
             continue
-        tb = m.tokenize(base["text"], add_special=False)
-        ts = m.tokenize(spec["text"], add_special=False)
+        tb = m.tokenize(wb, add_special=False)
+        ts = m.tokenize(ws, add_special=False)
         k = next((i for i, (x, y) in enumerate(zip(tb, ts)) if x != y), min(len(tb), len(ts)))
         if k >= max(len(tb), len(ts)):
             continue

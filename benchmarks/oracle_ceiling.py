@@ -3,13 +3,15 @@
 
     python benchmarks/oracle_ceiling.py benchmarks/multiturn.jsonl --target gemma-3-270m-q4_k_m.gguf [--limit N] [--json]
 
-Per case, taking turns like `localspec bench`: `baseline` decodes one token per pass; `oracle` then drafts the rest
-of baseline's answer for that case (every token right, as long as the target stays on it; forced tokens marked as
-the schema drafter marks them, so their rows skip the output layer), up to the bench's 64 tokens per pass; `toolspec`
-is the real hybrid. What the oracle reaches is the ceiling the verify costs of this target allow on this CPU (batch
-rows and logits rows are not free); `toolspec` is reported as a share of it. On quantized targets the batch may pick
-differently from single steps: the oracle then goes on from where its last tokens occur again in baseline's answer
-(or drafts nothing), so there it is a near-ceiling; `identical` says how often that happened.
+Per case, taking turns like `localspec bench` and on the same product path (each case one turn of the turn engine,
+with the product's configuration): `baseline` decodes one token per pass; `oracle` then drafts the rest of what
+baseline wrote in each phase of the turn (free text, each call, each probe; every token right, as long as the target
+stays on it; forced tokens marked as the schema drafter marks them, so their rows skip the output layer), up to 64
+tokens per pass; `toolspec` is the real hybrid. What the oracle reaches is the ceiling the verify costs of this
+target allow on this CPU (batch rows and logits rows are not free); `toolspec` is reported as a share of it, in
+speed and in tokens per pass. On quantized targets the batch may pick differently from single steps: the oracle then
+goes on from where its last tokens occur again in baseline's phase (or drafts nothing), so there it is a
+near-ceiling; `identical` says how often that happened.
 """
 
 from __future__ import annotations
@@ -23,25 +25,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from localspec.bench import runner  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402
-from localspec.runtime.context import ContextSettings  # noqa: E402
-from localspec.runtime.pair import load_pair  # noqa: E402
+from localspec.launch import RunFlags, open_pair, resolve_config  # noqa: E402
 from localspec.speculative.costs import CostModel  # noqa: E402
 from localspec.speculative.draft import Draft, Drafter, DraftRequest  # noqa: E402
 
 
 class OracleDrafter(Drafter):
-    """Drafts the rest of `reference` (the answer after `prompt_len` tokens of prompt) from where the answer so far
-    stands in it."""
+    """Drafts, in each generation of a turn, the rest of what baseline wrote in the same generation (`phases`:
+    (prompt, tokens) for each of baseline's generations in the case), from where the output so far stands in it."""
 
     name = "oracle"
 
     def __init__(self):
+        self.phases: list[tuple[list[int], list[int]]] = []
         self.reference: list[int] = []
-        self.prompt_len = 0
 
     def propose(self, req: DraftRequest) -> Draft:
-        done = list(req.history[self.prompt_len:])
+        history = list(req.history)
+        # The phase whose prompt this generation continues (the longest that is a prefix of the history).
+        found = [(p, t) for p, t in self.phases if len(p) <= len(history) and history[:len(p)] == p]
         draft = Draft()
+        if not found:
+            return draft
+        prompt, self.reference = max(found, key=lambda pt: len(pt[0]))
+        done = history[len(prompt):]
         at = self._where(done)
         if at is None:
             return draft
@@ -85,33 +92,37 @@ def main(argv=None) -> int:
     p.add_argument("suite")
     p.add_argument("--target", required=True)
     p.add_argument("--limit", type=int)
+    p.add_argument("--n-gpu-layers", type=int, default=None, help="default: all where the build can offload")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 
-    pair = load_pair(a.target, None, ctx=ContextSettings(n_ctx=4096))
+    config = resolve_config(RunFlags(target=a.target, no_draft=True, n_gpu_layers=a.n_gpu_layers))
+    pair, _ = open_pair(config)
     cases = load_suite(a.suite, a.limit)
     oracle = OracleDrafter()
     costs = CostModel()
-    runs = {"baseline": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0]),
-            "oracle": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0], costs=costs),
-            "toolspec": runner.ConfigRun(pair, runner.CONFIGS["toolspec"], warm_up=cases[0], costs=costs)}
+    runs = {"baseline": runner.ConfigRun(pair, config, runner.CONFIGS["baseline"], warm_up=cases[0]),
+            "oracle": runner.ConfigRun(pair, config, runner.CONFIGS["baseline"], warm_up=cases[0], costs=costs),
+            "toolspec": runner.ConfigRun(pair, config, runner.CONFIGS["toolspec"], warm_up=cases[0], costs=costs)}
     runs["oracle"].engine.drafter = oracle
-    emitted: list[int] = []  # what baseline emitted in its last case
-    plain = runs["baseline"].engine.generate
+    phases: list[tuple[list[int], list[int]]] = []  # baseline's generations in its last case: (prompt, tokens)
+    plain = runs["baseline"].engine.stream
 
-    def keep(*args, **kw):
-        gen = plain(*args, **kw)
-        emitted[:] = [t for t in gen.tokens if t >= 0]
-        return gen
+    def keep(prompt, *args, **kw):
+        generated: list[int] = []
+        phases.append((list(prompt), generated))
+        for ev in plain(prompt, *args, **kw):
+            if ev.token >= 0:
+                generated.append(ev.token)
+            yield ev
 
-    runs["baseline"].engine.generate = keep
+    runs["baseline"].engine.stream = keep
     pair.target_ctx.clear()
     raw: dict[str, list] = {k: [] for k in runs}
     for case in cases:
-        base = runs["baseline"].run(case)
-        raw["baseline"].append(base)
-        oracle.prompt_len = len(runner.case_prompt(pair, case))
-        oracle.reference = list(emitted)
+        phases.clear()
+        raw["baseline"].append(runs["baseline"].run(case))
+        oracle.phases = list(phases)
         raw["oracle"].append(runs["oracle"].run(case))
         raw["toolspec"].append(runs["toolspec"].run(case))
 
@@ -124,6 +135,8 @@ def main(argv=None) -> int:
     for name, v in out["configs"].items():
         v["speedup"] = round(v["tokens_per_second"] / tps["baseline"], 3)
     out["toolspec_share_of_oracle"] = round(tps["toolspec"] / tps["oracle"], 3)
+    per_pass = {k: v["mean_accepted_length"] for k, v in out["configs"].items()}
+    out["toolspec_tokens_per_pass_share"] = round(per_pass["toolspec"] / per_pass["oracle"], 3)
     if a.json:
         print(json.dumps(out))
         return 0

@@ -24,8 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from localspec.bench import runner  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402
-from localspec.runtime.context import ContextSettings  # noqa: E402
-from localspec.runtime.pair import load_pair  # noqa: E402
+from localspec.launch import RunFlags, open_pair, resolve_config  # noqa: E402
 from localspec.speculative import engine as engine_mod  # noqa: E402
 
 
@@ -51,6 +50,9 @@ def main(argv=None) -> int:
     p.add_argument("--draft")
     p.add_argument("--config", default="toolspec", choices=sorted(runner.CONFIGS))
     p.add_argument("--limit", type=int)
+    p.add_argument("--tool-choice", choices=("auto", "required"), default=None,
+                   help="for cases that name none (as `localspec bench --tool-choice`)")
+    p.add_argument("--n-gpu-layers", type=int, default=None, help="default: all where the build can offload")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 
@@ -72,9 +74,11 @@ def main(argv=None) -> int:
     build = runner.build_engine
     runner.build_engine = lambda *x, **k: engines.append(build(*x, **k)) or engines[-1]
 
-    pair = load_pair(a.target, a.draft, ctx=ContextSettings(n_ctx=4096))
+    config = resolve_config(RunFlags(target=a.target, draft=a.draft, n_gpu_layers=a.n_gpu_layers,
+                                     draft_n_gpu_layers=a.n_gpu_layers))
+    pair, _ = open_pair(config)
     cases = load_suite(a.suite, a.limit)
-    results = runner.run_config(pair, cases, runner.CONFIGS[a.config])
+    results = runner.run_config(pair, config, cases, runner.CONFIGS[a.config], tool_choice=a.tool_choice)
     passes = passes[1:]  # the warm-up generation's single pass
     costs = engines[-1].costs
     c0, c1, c2 = costs.coefficients() or (0.0, 0.0, 0.0)

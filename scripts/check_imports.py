@@ -24,7 +24,10 @@ from pathlib import Path
 # free of rules beyond "no cycles".
 ABOVE_AGENT = {"agent", "tui", "commands", "serve", "cli"}
 FORBIDDEN = {
-    "speculative": {"agent", "tools", "tui", "commands", "serve", "cli"},
+    "speculative": {"agent", "turns", "tools", "tui", "commands", "serve", "cli"},
+    # One assistant turn on the engine: below the agent, which adds tools around it, and the server and bench.
+    "launch": {"agent", "turns", "tools", "tui", "commands", "serve", "cli", "bench"},  # flags -> config -> engine
+    "turns": {"agent", "tools", "tui", "commands", "serve", "cli", "bench"},
     "agent": {"tui", "commands", "serve", "cli"},
     "tools": ABOVE_AGENT,
     "chat": ABOVE_AGENT,

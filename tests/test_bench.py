@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from localspec.bench.scoring import call_matches, case_correct
+from tests.hub_server import home  # noqa: F401  (fixture)
 
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "bfcl_subset.jsonl"  # shipped, see bfcl_subset.md
 MULTI = Path(__file__).resolve().parents[1] / "benchmarks" / "multiturn.jsonl"
@@ -42,7 +43,8 @@ def _bench(*args):
 
 
 def test_bench_json_contract_smollm2(smollm2):
-    out = _bench(str(SUITE), "--target", str(smollm2), "--configs", "baseline,toolspec", "--limit", "3", "--json")
+    out = _bench(str(SUITE), "--target", str(smollm2), "--configs", "baseline,toolspec", "--limit", "3",
+                 "--tool-choice", "required", "--json")
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["cases"] == 3
@@ -58,7 +60,8 @@ def test_bench_json_contract_smollm2(smollm2):
 
 
 def test_bench_multiturn_suite_and_table(smollm2):
-    out = _bench(str(MULTI), "--target", str(smollm2), "--configs", "baseline,toolspec", "--limit", "4")
+    out = _bench(str(MULTI), "--target", str(smollm2), "--configs", "baseline,toolspec", "--limit", "4",
+                 "--tool-choice", "required")
     assert out.returncode == 0, out.stderr
     assert "toolspec" in out.stdout and "speedup" in out.stdout
 
@@ -69,7 +72,7 @@ def test_bench_errors(tmp_path, smollm2):
     out = _bench(str(bad), "--target", str(smollm2))
     assert out.returncode == 1 and out.stderr.strip().startswith("error:") and len(out.stderr.strip().splitlines()) == 1
     out = _bench(str(MULTI), "--target", str(smollm2), "--configs", "all")
-    assert out.returncode == 1 and "need --draft" in out.stderr
+    assert out.returncode == 1 and "need a draft model" in out.stderr
     out = _bench(str(MULTI), "--target", str(smollm2), "--configs", "fast")
     assert out.returncode == 1 and "unknown config" in out.stderr
 
@@ -77,30 +80,30 @@ def test_bench_errors(tmp_path, smollm2):
 def test_baseline_is_target_only_even_with_a_draft(tiny_pair_paths):
     target, draft = tiny_pair_paths
     out = _bench(str(MULTI), "--target", str(target), "--draft", str(draft), "--configs", "baseline,model",
-                 "--limit", "2", "--max-tokens", "96", "--json")
+                 "--limit", "2", "--max-tokens", "96", "--tool-choice", "required", "--json")
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)["configs"]
     assert res["baseline"]["mean_accepted_length"] == 1.0 and res["baseline"]["acceptance_rate"] == 0.0
     assert res["model"]["acceptance_rate"] > 0.0
 
 
-def test_configs_take_turns_and_run_as_if_alone(tiny_pair_paths):
+def test_configs_take_turns_and_run_as_if_alone(tiny_pair_paths, home):
     """run_bench interleaves configs case by case; each keeps its own cache state and call history, so every
     config gives the same outputs as when it runs on its own."""
     from localspec.bench.runner import CONFIGS, run_bench, run_config
     from localspec.bench.suite import load_suite
-    from localspec.runtime.context import ContextSettings
-    from localspec.runtime.pair import load_pair
+    from localspec.launch import RunFlags, open_pair, resolve_config
 
-    pair = load_pair(*tiny_pair_paths, ctx=ContextSettings(n_ctx=4096))
+    config = resolve_config(RunFlags(target=str(tiny_pair_paths[0]), draft=str(tiny_pair_paths[1]), ctx_size=4096))
+    pair, _ = open_pair(config)
     cases = load_suite(MULTI, 3)
     seen = []
-    res = run_bench(pair, cases, ["baseline", "model", "all"], max_tokens=48,
+    res = run_bench(pair, config, cases, ["baseline", "model", "all"], max_tokens=48,
                     progress=lambda name, i, n, r: seen.append((name, i)))
     assert seen == [(name, i) for i in (1, 2, 3) for name in ("baseline", "model", "all")]
     for name in ("model", "all"):
-        alone = run_config(pair, cases, CONFIGS[name], max_tokens=48)
-        assert [o["text"] for o in res["outputs"][name]] == [r.text for r in alone]
+        alone = run_config(pair, config, cases, CONFIGS[name], max_tokens=48)
+        assert [(o["text"], o["calls"]) for o in res["outputs"][name]] == [(r.text, r.calls) for r in alone]
     assert res["configs"]["model"]["drafted"] > 0
 
 

@@ -4,11 +4,11 @@ named in compatibility errors. Real llama.cpp on real GGUF files."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
+from localspec.launch.flags import RunFlags
 from localspec.errors import IncompatibleDraftError
 from localspec.models.config import Settings, load_config, set_config_value
 from localspec.models.resolve import DEMO, demo_model_path
@@ -60,13 +60,12 @@ def test_demo_is_a_reserved_pair_name(home, tiny_pair_paths, capsys):  # noqa: F
 
 # ---- one set of defaults ---------------------------------------------------------------------------------------
 
-def run_args(*argv: str) -> argparse.Namespace:
+def run_config(*argv: str):
+    """What `localspec run hi ARGV` resolves to (the same resolution as every front end's)."""
     from localspec.cli import build_parser
-    from localspec.commands.helpers import apply_config
+    from localspec.commands.helpers import config_from_args
 
-    args = build_parser().parse_args(["run", "hi", *argv])
-    apply_config(args)
-    return args
+    return config_from_args(build_parser().parse_args(["run", "hi", *argv]))
 
 
 def app_sampling(tmp_path):
@@ -74,7 +73,7 @@ def app_sampling(tmp_path):
     from localspec.tui.session import ChatSession
 
     session = ChatSession(AppOptions(workspace=tmp_path, record=False))
-    return session._params(None).sampling
+    return session.config(session.initial_selection()).params.sampling
 
 
 @pytest.mark.parametrize("written", [{}, {"sampling.temperature": "0.6", "sampling.top_k": "7"}])
@@ -84,15 +83,15 @@ def test_run_the_app_and_config_show_use_the_same_defaults(home, tmp_path, capsy
     capsys.readouterr()
     assert run("config", "show", "--json") == 0
     shown = json.loads(capsys.readouterr().out)["sampling"]
-    args = run_args()
+    run_sampling = run_config().params.sampling
     app = app_sampling(tmp_path)
     for name in ("temperature", "top_k", "top_p", "min_p"):
-        assert shown[name] == getattr(args, name) == getattr(app, name), name
+        assert shown[name] == getattr(run_sampling, name) == getattr(app, name), name
     if not written:
         assert shown["temperature"] == 0.0 == Settings().sampling.temperature  # greedy unless the user says
     else:
         assert (shown["temperature"], shown["top_k"]) == (0.6, 7)
-    assert run_args("--temperature", "0.3").temperature == 0.3  # a flag still wins
+    assert run_config("--temperature", "0.3").params.sampling.temperature == 0.3  # a flag still wins
 
 
 def test_thinking_defaults_to_config_and_flags_win(home, tmp_path):  # noqa: F811
@@ -100,11 +99,11 @@ def test_thinking_defaults_to_config_and_flags_win(home, tmp_path):  # noqa: F81
     from localspec.tui.options import AppOptions
     from localspec.tui.session import ChatSession
 
-    assert run_args().thinking is True and ChatSession(AppOptions(workspace=tmp_path, record=False)).thinking
+    assert run_config().thinking is True and ChatSession(AppOptions(workspace=tmp_path, record=False)).thinking
     set_config_value("reasoning.thinking", "false")
-    assert run_args().thinking is False
+    assert run_config().thinking is False
     assert ChatSession(AppOptions(workspace=tmp_path, record=False)).thinking is False
-    assert run_args("--thinking").thinking is True and run_args("--no-thinking").thinking is False
+    assert run_config("--thinking").thinking is True and run_config("--no-thinking").thinking is False
 
 
 # ---- chat templates --------------------------------------------------------------------------------------------
@@ -166,7 +165,7 @@ def test_app_shows_the_fallback_warning(home, no_template, tmp_path):  # noqa: F
     from localspec.tui.options import AppOptions
     from localspec.tui.session import ChatSession
 
-    session = ChatSession(AppOptions(workspace=tmp_path, record=False, n_ctx=8192, target=str(no_template)))
+    session = ChatSession(AppOptions(flags=RunFlags(ctx_size=8192, target=str(no_template)), workspace=tmp_path, record=False))
     try:
         info = session.load(resolve_selection(target=no_template))
         assert info.warning and "ChatML fallback" in info.warning
@@ -174,7 +173,7 @@ def test_app_shows_the_fallback_warning(home, no_template, tmp_path):  # noqa: F
         session.shutdown()
     template = tmp_path / "plain.jinja"
     template.write_text(PLAIN_TEMPLATE)
-    session = ChatSession(AppOptions(workspace=tmp_path, record=False, n_ctx=8192, chat_template=str(template)))
+    session = ChatSession(AppOptions(flags=RunFlags(ctx_size=8192, chat_template=str(template)), workspace=tmp_path, record=False))
     try:
         info = session.load(resolve_selection(target=no_template))
         assert info.warning is None and session._pair.target.chat_template == PLAIN_TEMPLATE

@@ -8,6 +8,7 @@ import pytest
 
 from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
+from localspec.launch.flags import RunFlags
 from localspec.tui.widgets.reasoning import ReasoningBlock, reasoning_title
 from tests.hub_server import home  # noqa: F401  (fixture)
 from tests.scripted_gguf import write_scripted_gguf
@@ -32,7 +33,7 @@ async def test_reasoning_block_folds_when_the_answer_starts(tmp_path, home):  # 
     model = write_scripted_gguf(tmp_path / "qwen3.gguf", "qwen3", QWEN3_ANSWER)
     ws = tmp_path / "ws"
     ws.mkdir()
-    app = LocalspecApp(AppOptions(target=str(model), workspace=ws, max_tokens=40, n_ctx=4096))
+    app = LocalspecApp(AppOptions(flags=RunFlags(target=str(model), max_tokens=40, ctx_size=4096), workspace=ws))
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await send(pilot, "hi")

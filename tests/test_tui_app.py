@@ -16,6 +16,7 @@ import pytest
 
 from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
+from localspec.launch.flags import RunFlags
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
@@ -66,10 +67,13 @@ def workspace(tmp_path) -> Path:
 
 
 def make_app(pair, workspace, **kw) -> LocalspecApp:
+    """The app on `pair`; `kw` are AppOptions, or RunFlags fields (max_tokens, ctx_size, ...)."""
     target, draft = pair
-    opts = dict(target=str(target), draft=str(draft), workspace=workspace, max_tokens=40, n_ctx=8192)
-    opts.update(kw)
-    return LocalspecApp(AppOptions(**opts))
+    flags = dict(target=str(target), draft=str(draft), max_tokens=40, ctx_size=8192)
+    for name in RunFlags.names():
+        if name in kw:
+            flags[name] = kw.pop(name)
+    return LocalspecApp(AppOptions(flags=RunFlags(**flags), workspace=workspace, **kw))
 
 
 async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "condition") -> None:
@@ -232,7 +236,7 @@ async def test_escape_cancels_mid_generation_and_keeps_the_text(chat_pair, works
 async def test_engine_errors_show_as_a_message(chat_pair, workspace, home, tmp_path):
     """A conversation that no longer fits the context is reported in the chat, not as a traceback."""
     write_config(home, GREEDY)
-    app = make_app(chat_pair, workspace, n_ctx=1024)
+    app = make_app(chat_pair, workspace, ctx_size=1024)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hi")
@@ -244,7 +248,7 @@ async def test_engine_errors_show_as_a_message(chat_pair, workspace, home, tmp_p
 async def test_a_model_that_fails_to_load_is_reported_in_the_chat(workspace, home, tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\0" * 64)  # right magic, no usable content
-    app = LocalspecApp(AppOptions(target=str(broken), workspace=workspace, max_tokens=5))
+    app = LocalspecApp(AppOptions(flags=RunFlags(target=str(broken), max_tokens=5), workspace=workspace))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: messages(app, "error"), 10, "the load error")
         assert "broken.gguf" in messages(app, "error")[0].text
@@ -362,7 +366,7 @@ async def test_switch_pair_from_the_models_screen_keeps_the_conversation(chat_pa
     write_config(home, GREEDY)
     add_pair("first", chat_pair[0], chat_pair[1])
     add_pair("second", chat_pair[0])  # the same target without a draft model
-    app = LocalspecApp(AppOptions(pair="first", workspace=workspace, max_tokens=10, n_ctx=8192))
+    app = LocalspecApp(AppOptions(flags=RunFlags(pair="first", max_tokens=10, ctx_size=8192), workspace=workspace))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         assert app.session.info.pair == "first"
@@ -390,7 +394,7 @@ async def test_switch_pair_from_the_models_screen_keeps_the_conversation(chat_pa
 async def test_first_run_without_models_lands_on_the_models_screen(workspace, home, monkeypatch):
     """Nothing installed: the models screen opens with an explanation (the packaged demo model, when present,
     loads behind it so Esc leads to a working chat)."""
-    app = LocalspecApp(AppOptions(workspace=workspace, max_tokens=5))
+    app = LocalspecApp(AppOptions(flags=RunFlags(max_tokens=5), workspace=workspace))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ModelsScreen), 10, "the models screen")
         notice = plain(app.screen.query_one("#models-notice"))
@@ -402,7 +406,7 @@ async def test_first_run_without_models_lands_on_the_models_screen(workspace, ho
 
 
 async def test_download_a_pair_with_progress_then_use_it(tiny_hub, workspace):
-    app = LocalspecApp(AppOptions(workspace=workspace, max_tokens=5))
+    app = LocalspecApp(AppOptions(flags=RunFlags(max_tokens=5), workspace=workspace))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ModelsScreen), 10, "the models screen")
         screen = app.screen
@@ -431,7 +435,7 @@ async def test_download_can_be_cancelled(hub, home, workspace, tmp_path, monkeyp
                                          ("test-org/big-GGUF", "big-draft.gguf", big[:1 << 20]))}, "big",
                                 sha256=True))
     monkeypatch.setenv("LOCALSPEC_CATALOG", str(cat))
-    app = LocalspecApp(AppOptions(workspace=workspace, max_tokens=5))
+    app = LocalspecApp(AppOptions(flags=RunFlags(max_tokens=5), workspace=workspace))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ModelsScreen), 10, "the models screen")
         screen = app.screen

@@ -12,6 +12,7 @@ from localspec.models.config import load_config
 from localspec.models.resolve import DEMO, demo_model_path
 from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
+from localspec.launch.flags import RunFlags
 from localspec.tui.screens.models import ModelsScreen
 from tests.hub_server import home, hub, tiny_hub  # noqa: F401  (fixtures)
 from tests.test_tui_app import SIZE, plain, wait_for
@@ -28,7 +29,7 @@ def anyio_backend():
 def app_in(tmp_path) -> LocalspecApp:
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    return LocalspecApp(AppOptions(workspace=ws, max_tokens=5, record=False))
+    return LocalspecApp(AppOptions(flags=RunFlags(max_tokens=5), workspace=ws, record=False))
 
 
 def row_of(screen, name: str) -> list:

@@ -211,10 +211,11 @@ async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair,
 async def test_the_chat_warns_when_chatml_stands_in(workspace, home, tmp_path):  # noqa: F811
     from localspec.tui.app import LocalspecApp
     from localspec.tui.options import AppOptions
+    from localspec.launch.flags import RunFlags
     from tests.tiny_gguf import write_tiny_llama
 
     bare = write_tiny_llama(tmp_path / "bare.gguf", n_ctx_train=8192, chat_template=None)
-    app = LocalspecApp(AppOptions(target=str(bare), workspace=workspace, max_tokens=5, n_ctx=8192, record=False))
+    app = LocalspecApp(AppOptions(flags=RunFlags(target=str(bare), max_tokens=5, ctx_size=8192), workspace=workspace, record=False))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await wait_for(pilot, lambda: messages(app, "note"), 5, "the warning")

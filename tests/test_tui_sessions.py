@@ -11,6 +11,7 @@ import pytest
 
 from localspec.conversations import ConversationStore
 from localspec.tui.options import AppOptions
+from localspec.launch.flags import RunFlags
 from localspec.tui.screens.export import ExportScreen
 from localspec.tui.screens.sessions import ConfirmScreen, RenameScreen, SessionsScreen
 from localspec.tui.widgets.reasoning import ReasoningBlock
@@ -239,7 +240,7 @@ def test_resume_options_reach_the_session(chat_pair, tmp_path, home):
         session.shutdown()
     with store_of(home) as store:
         store.update(a, params={"pair_name": "uninstalled"})
-    session = ChatSession(AppOptions(workspace=tmp_path, resume=a, target=str(chat_pair[0])))
+    session = ChatSession(AppOptions(flags=RunFlags(target=str(chat_pair[0])), workspace=tmp_path, resume=a))
     try:
         assert session.initial_selection().target == chat_pair[0]  # an explicit choice wins
     finally:

@@ -17,6 +17,7 @@ from localspec.tools.danger import Danger
 from localspec.tui.app import LocalspecApp
 from localspec.tui.livestats import SessionView, StatsView
 from localspec.tui.options import AppOptions
+from localspec.launch.flags import RunFlags
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
@@ -69,8 +70,7 @@ def snap_env(home, tmp_path, monkeypatch, chat_pair):  # noqa: F811
 
 
 def make_app(chat_pair, workspace) -> LocalspecApp:  # noqa: F811
-    return LocalspecApp(AppOptions(target=str(chat_pair[0]), draft=str(chat_pair[1]), workspace=workspace,
-                                   max_tokens=8, n_ctx=8192, config_path=FIXED_CONFIG, record=False))
+    return LocalspecApp(AppOptions(flags=RunFlags(target=str(chat_pair[0]), draft=str(chat_pair[1]), max_tokens=8, ctx_size=8192), workspace=workspace, config_path=FIXED_CONFIG, record=False))
 
 
 async def settle(pilot) -> None:

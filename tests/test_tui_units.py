@@ -139,9 +139,17 @@ def test_top_level_options_pick_the_models_for_the_app(tmp_path, tiny_pair_paths
     args = parse("--target", str(target), "--draft", str(draft), "--workspace", str(tmp_path))
     assert args.tui_func is cmd_tui and getattr(args, "func", None) is None
     opts = options_from_args(args)
-    assert (opts.target, opts.draft, opts.workspace, opts.pair) == (str(target), str(draft), tmp_path.resolve(), None)
-    assert options_from_args(parse("--pair", "qwen3-1.7b")).pair == "qwen3-1.7b"
-    assert options_from_args(parse("tui", "--pair", "x")).pair == "x"  # the explicit subcommand too
+    f = opts.flags
+    assert (f.target, f.draft, opts.workspace, f.pair) == (str(target), str(draft), tmp_path.resolve(), None)
+    assert options_from_args(parse("--pair", "qwen3-1.7b")).flags.pair == "qwen3-1.7b"
+    assert options_from_args(parse("tui", "--pair", "x")).flags.pair == "x"  # the explicit subcommand too
+    # Every model, drafting and sampling flag of `run` (one table: commands/helpers.py).
+    many = options_from_args(parse("--pair", "p", "--ctx-size", "2048", "--threads", "3", "--drafters", "ngram",
+                                   "--draft-max", "5", "--temperature", "0.2", "--n-gpu-layers", "0",
+                                   "--max-tokens", "77", "--no-thinking")).flags
+    assert (many.ctx_size, many.threads, many.drafters, many.draft_max, many.temperature, many.n_gpu_layers,
+            many.max_tokens, many.thinking) == (2048, 3, "ngram", 5, 0.2, 0, 77, False)
+    assert options_from_args(parse()).max_tokens == 1024  # the app's own default reply length
     # Subcommands keep their own --target: the app's options use other names.
     run_args = parse("run", "hi", "--target", str(target))
     assert run_args.target == str(target) and not hasattr(run_args, "tui_target")

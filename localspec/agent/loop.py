@@ -20,15 +20,13 @@ from localspec.chat import reasoning as think
 from localspec.chat.prompt import chat_prompt_tokens, tool_format
 from localspec.errors import ConfigError, ContextOverflowError
 from localspec.speculative.engine import GenParams
-from localspec.speculative.stats import Stats
 from localspec.tools import Decision, ToolResult
+from localspec.turns import Delta, TurnEngine, TurnRequest, new_call_id
 
-from .calls import new_call_id
-from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, MessageAdded, Notice, StepStats, ToolCallFinished,
-                     ToolCallStarted)
+from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, MessageAdded, Notice, StepStats, TextDelta,
+                     ToolCallFinished, ToolCallStarted)
 from .result import AgentResult, ToolCallRecord
 from .transcript import Transcript
-from .turn import TurnSettings, generate_turn
 
 TOOL_CHOICES = ("auto", "required", "none")
 
@@ -61,10 +59,13 @@ class Agent:
         self.toolbox = toolbox
         self.model = model if model is not None else engine.target.model
         self.format = call_format or tool_format(self.model)
+        self.turns = TurnEngine(engine, self.model, self.format)
         self.max_steps = max_steps
         # Reasoning models: think before answering (a UI may switch it between runs; chat/reasoning.py).
         self.thinking = thinking
-        self.settings = TurnSettings(params, call_max_tokens, max_calls_per_turn)
+        self.params = params
+        self.call_max_tokens = call_max_tokens
+        self.max_calls_per_turn = max_calls_per_turn
         # A tool result may not flood the context: about a quarter of the window by default (~4 chars/token).
         self.result_chars = result_chars or max(2000, engine.target.n_ctx)
         self._tool_names = self._check_tools(tools)
@@ -78,14 +79,7 @@ class Agent:
                 "max_steps": max_steps, "system": system})
 
     # -- public -------------------------------------------------------------------------------------------------
-    @property
-    def params(self) -> GenParams:
-        """Generation parameters of free text (a UI may change them between runs)."""
-        return self.settings.params
-
-    @params.setter
-    def params(self, value: GenParams) -> None:
-        self.settings.params = value
+    # `params` (generation parameters of the text phases) may be changed by a UI between runs.
 
     def tool_specs(self, only: str | None = None) -> list[dict]:
         """The tool definitions the model sees (policy-refused tools are left out)."""
@@ -140,17 +134,17 @@ class Agent:
             prompt = chat_prompt_tokens(self.model, think.no_think(self.messages, template, self.thinking),
                                         tools=specs or None, template_vars=think.template_vars(template, self.thinking))
             callable_specs = [s for s in specs if s["function"]["name"] == only] if only and step == 1 else specs
-            turn = generate_turn(self.engine, self.model, self.format, prompt, callable_specs, step_choice,
-                                 self.settings, step=step, cancel=cancel, emit=emit,
-                                 reasoning=think.reply_state(self.model, template, prompt))
+            request = TurnRequest(self.params, tuple(callable_specs), step_choice, max_calls=self.max_calls_per_turn,
+                                  call_max_tokens=self.call_max_tokens)
+            turn = self.turns.run(prompt, request, cancel=cancel, emit=self._turn_emitter(step, emit))
             result.steps = step
-            step_stats = Stats()
-            for _, s in turn.generations:
-                step_stats.merge(s)
+            for _, s in turn.phases:
                 result.stats.merge(s)
-            emit(StepStats(step, step_stats, list(turn.generations)))
+            emit(StepStats(step, turn.stats, list(turn.phases)))
             for notice in turn.notices:
                 emit(Notice(step, notice))
+            if turn.finish == "context" and turn.error:
+                raise ContextOverflowError(turn.error)
             result.text = turn.text
             if turn.reasoning:
                 result.reasoning = (result.reasoning + "\n\n" + turn.reasoning).strip()
@@ -231,6 +225,14 @@ class Agent:
             record = event.record()
             if record is not None:
                 self.transcript.write(event.type, record)
+
+    @staticmethod
+    def _turn_emitter(step: int, emit):
+        """The turn's text as the agent's TextDelta events (its other events are for the server)."""
+        def relay(ev) -> None:
+            if isinstance(ev, Delta):
+                emit(TextDelta(step, ev.text, ev.origin, ev.token, ev.kind))
+        return relay
 
     def _emitter(self, on_event):
         def emit(event: Event) -> None:

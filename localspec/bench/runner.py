@@ -1,4 +1,12 @@
-"""Run a tool-calling suite under several drafting configs, side by side in one process, and score it."""
+"""Run a tool-calling suite under several drafting configs, side by side in one process, and score it.
+
+Each case is one turn of the product's own turn engine (localspec/turns/: free text until the model writes the call
+trigger, then each call under the tools' schemas, a probe for more), on an engine opened from the product's
+configuration (launch/: the user's config.toml and the pair's hints, the defaults `run` and `serve` use). What a
+suite needs beyond that is passed as the turn's options: its tool choice, parallel calls where a case expects them,
+and bounds for strings and arrays that small models loop in. Generation is greedy (configs compare outputs token
+for token).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +17,15 @@ from dataclasses import dataclass, field, replace
 from localspec.bench.scoring import case_correct
 from localspec.bench.suite import Case
 from localspec.chat.prompt import chat_prompt_tokens, tool_format
+from localspec.launch.config import RunConfig
 from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.builder import build_engine
 from localspec.speculative.costs import CostModel
 from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.engine import GenParams
-from localspec.speculative.grammar import WRAP_UP, GrammarConstraint, tool_call_grammar
 from localspec.speculative.sampling import SamplingParams
+from localspec.turns import Bounds, Delta, TurnEngine, TurnRequest
 
 CONFIGS = {
     "baseline": (),  # target only, even when the pair has a draft model
@@ -25,11 +34,12 @@ CONFIGS = {
     "all": ("schema", "history", "ngram", "model"),
 }
 # Bounds for strings and arrays whose schema has none: a small model caught in a repetition loop still
-# finishes a valid call (the same grammar for every config, so outputs stay comparable).
-MAX_STRING, MAX_ITEMS = 200, 24
+# finishes a valid call (the same for every config, so outputs stay comparable).
+BOUNDS = Bounds(max_string=200, max_items=24)
 MAX_CALLS = 8  # parallel cases: BFCL expects 2-8 calls; a model repeating itself stops at 8
 SYSTEM = ("You are a function-calling assistant. Answer the user's request by calling the provided tools with "
           "arguments taken from the request.")
+TOOL_CHOICES = ("auto", "required")
 
 
 @dataclass
@@ -48,57 +58,79 @@ class CaseResult:
     generation_s: float
     latency_s: float
     drafters: dict = field(default_factory=dict)
+    phases: dict = field(default_factory=dict)  # passes per turn phase (text, call, probe, ...)
+    written: str = ""  # everything the turn wrote, in order: answer text and call text (benchmarks/near_ties.py)
+
+    @property
+    def output(self) -> str:
+        """What configs compare: the answer text and the calls as parsed."""
+        return json.dumps([self.text, self.calls], sort_keys=True)
+
+
+def case_messages(case: Case) -> list[dict]:
+    first = case.messages[0] if case.messages else {}
+    return case.messages if first.get("role") == "system" else [{"role": "system", "content": SYSTEM}] + case.messages
 
 
 def case_prompt(pair: LoadedPair, case: Case) -> list[int]:
-    msgs = case.messages if case.messages and case.messages[0].get("role") == "system" else \
-        [{"role": "system", "content": SYSTEM}] + case.messages
-    return chat_prompt_tokens(pair.target, msgs, case.tools)
+    return chat_prompt_tokens(pair.target, case_messages(case), case.tools)
+
+
+def case_request(case: Case, params: GenParams, tool_choice: str | None = None,
+                 bounds: Bounds = BOUNDS) -> TurnRequest:
+    """The turn a case asks for: its tool choice (the suite's, else `tool_choice`, else auto), several calls where
+    it expects them (BFCL's parallel category), the bench's bounds, and the token limit for the whole turn."""
+    choice = case.tool_choice or tool_choice or "auto"
+    return TurnRequest(params, tuple(case.tools), choice, parallel=case.category == "parallel",
+                       max_calls=MAX_CALLS, call_max_tokens=params.max_tokens, total_tokens=params.max_tokens,
+                       bounds=bounds)
 
 
 class ConfigRun:
     """One config's engine over a suite, run a case at a time so that configs can take turns (see run_bench)."""
 
-    def __init__(self, pair: LoadedPair, drafters, *, max_tokens: int = 384, draft_max: int = 64,
-                 warm_up: Case | None = None, costs: CostModel | None = None):
+    def __init__(self, pair: LoadedPair, config: RunConfig, drafters, *, max_tokens: int = 384,
+                 tool_choice: str | None = None, bounds: Bounds = BOUNDS, warm_up: Case | None = None,
+                 costs: CostModel | None = None):
         self.pair = pair
-        self.engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory(),
-                                   costs=costs)
-        self.fmt = tool_format(pair.target)
-        self.params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0),
-                                draft_max=draft_max, wrap_up=min(WRAP_UP, max_tokens // 4))
+        # The product's drafting settings (draft_max, draft_p_min from config and hints), with this config's
+        # drafters and a call history of its own (what it learns stays within this run).
+        drafting = replace(config.drafting, drafters=tuple(drafters))
+        self.engine = build_engine(pair, drafting, history=CallHistory(), costs=costs)
+        self.turns = TurnEngine(self.engine, pair.target, tool_format(pair.target))
+        self.params = replace(config.params, max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0))
+        self.tool_choice, self.bounds = tool_choice, bounds
         if warm_up is not None:
             # Warm up and calibrate the cost model outside the measured cases.
             self.engine.generate(case_prompt(pair, warm_up), GenParams(max_tokens=1))
         self._left: list[int] = []  # what this config's last case left in the target cache
 
     def run(self, case: Case) -> CaseResult:
-        pair, fmt = self.pair, self.fmt
-        ctx = pair.target_ctx
+        ctx = self.pair.target_ctx
         # Keep only what this config's own previous case left in the target cache (the shared prefix), so its
         # prompt is reused exactly as if it ran alone, whichever config ran in between. (Draft-model caches are
         # never shared: see run_bench.)
         ctx.truncate(ctx.common_prefix(self._left))
         t0 = time.perf_counter()
-        prompt = case_prompt(pair, case)
-        # BFCL's categories say whether several calls are wanted (OpenAI's parallel_tool_calls).
-        grammar = tool_call_grammar(case.tools, prefix=fmt.call_prefix, suffix=fmt.call_suffix,
-                                    parallel=case.category == "parallel", max_string=MAX_STRING, max_items=MAX_ITEMS,
-                                    bound_numbers=True, max_calls=MAX_CALLS)
-        gen = self.engine.generate(prompt, self.params, constraint=GrammarConstraint(pair.target, grammar, case.tools))
+        prompt = case_prompt(self.pair, case)
+        written: list[str] = []
+        turn = self.turns.run(prompt, case_request(case, self.params, self.tool_choice, self.bounds),
+                              emit=lambda ev: written.append(ev.text) if isinstance(ev, Delta) else None)
         latency = time.perf_counter() - t0
-        parsed = fmt.parse(gen.text)
-        calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
-        valid = bool(calls) and not parsed.errors
-        s = gen.stats
-        self.engine.remember_call(gen.tokens, gen.text, calls[0]["name"] if calls else None)
+        calls = [{"name": name, "arguments": args} for name, args in turn.calls]
+        valid = bool(calls) and turn.call_error is None
+        s = turn.stats
         self._left = list(ctx.tokens)
+        phases: dict[str, int] = {}
+        for phase, st in turn.phases:
+            phases[phase] = phases.get(phase, 0) + st.target_passes
         return CaseResult(
-            id=case.id, text=gen.text, calls=calls, valid_json=valid,
+            id=case.id, text=turn.text, calls=calls, valid_json=valid,
             correct=valid and case_correct(calls, case.ground_truth, case.tools, case.category),
             generated=s.generated_tokens, passes=s.target_passes, drafted=s.drafted, accepted=s.accepted,
             forced=s.forced, prefill_s=s.prefill_s, generation_s=s.generation_s, latency_s=latency,
-            drafters={k: [v.drafted, v.accepted] for k, v in s.drafters.items()})
+            drafters={k: [v.drafted, v.accepted] for k, v in s.drafters.items()}, phases=phases,
+            written="".join(written))
 
 
 def _clear(pair: LoadedPair) -> None:
@@ -107,11 +139,12 @@ def _clear(pair: LoadedPair) -> None:
         pair.draft_ctx.clear()
 
 
-def run_config(pair: LoadedPair, cases: list[Case], drafters, *, max_tokens: int = 384, draft_max: int = 64,
-               progress=None) -> list[CaseResult]:
+def run_config(pair: LoadedPair, config: RunConfig, cases: list[Case], drafters, *, max_tokens: int = 384,
+               tool_choice: str | None = None, bounds: Bounds = BOUNDS, progress=None) -> list[CaseResult]:
     """One config over the whole suite on its own."""
     _clear(pair)
-    run = ConfigRun(pair, drafters, max_tokens=max_tokens, draft_max=draft_max, warm_up=cases[0])
+    run = ConfigRun(pair, config, drafters, max_tokens=max_tokens, tool_choice=tool_choice, bounds=bounds,
+                    warm_up=cases[0])
     pair.target_ctx.clear()
     results = []
     for n, case in enumerate(cases, 1):
@@ -129,11 +162,14 @@ def summarize(results: list[CaseResult], baseline: list[CaseResult] | None) -> d
     accepted = sum(r.accepted for r in results)
     n = len(results)
     drafters: dict[str, list[int]] = {}
+    phases: dict[str, int] = {}
     for r in results:
         for k, (d, a) in r.drafters.items():
             tot = drafters.setdefault(k, [0, 0])
             tot[0] += d
             tot[1] += a
+        for k, p in r.phases.items():
+            phases[k] = phases.get(k, 0) + p
     out = {
         "tokens_per_second": round(gen / gen_s, 3) if gen_s else 0.0,
         "speedup": None,
@@ -142,23 +178,25 @@ def summarize(results: list[CaseResult], baseline: list[CaseResult] | None) -> d
         "forced_share": round(sum(r.forced for r in results) / gen, 4) if gen else 0.0,
         "identical_to_baseline": None,
         "valid_json": round(sum(r.valid_json for r in results) / n, 4),
+        "calls_share": round(sum(bool(r.calls) for r in results) / n, 4),
         "ast_accuracy": round(sum(r.correct for r in results) / n, 4),
         "prefill_s": round(sum(r.prefill_s for r in results) / n, 4),
         "latency_s": round(sum(r.latency_s for r in results) / n, 4),
         "generated_tokens": gen,
         "target_passes": passes,
+        "passes_by_phase": phases,
         "drafted": drafted,
         "accepted": accepted,
         "drafters": {k: {"drafted": d, "accepted": a, "acceptance_rate": round(a / d, 4) if d else 0.0}
                      for k, (d, a) in drafters.items()},
     }
     if baseline is not None:
-        out["identical_to_baseline"] = round(sum(a.text == b.text for a, b in zip(results, baseline)) / n, 4)
+        out["identical_to_baseline"] = round(sum(a.output == b.output for a, b in zip(results, baseline)) / n, 4)
     return out
 
 
-def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_tokens: int = 384,
-              progress=None) -> dict:
+def run_bench(pair: LoadedPair, config: RunConfig, cases: list[Case], configs: list[str], *, max_tokens: int = 384,
+              tool_choice: str | None = None, bounds: Bounds = BOUNDS, progress=None) -> dict:
     """Every config over the suite, taking turns case by case: a machine that speeds up or slows down during
     the run (thermal limits, other load) then shifts every config alike instead of skewing the ratios. Each
     config keeps its own engine and call history; the shared prompt prefix stays cached for all of them."""
@@ -178,7 +216,8 @@ def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_to
             if any("model" in CONFIGS[n] for n in runs):
                 extra.append(Context(pair.draft, pair.draft_ctx.settings))
                 view = replace(pair, draft_ctx=extra[-1])
-        runs[name] = ConfigRun(view, CONFIGS[name], max_tokens=max_tokens, warm_up=cases[0],
+        runs[name] = ConfigRun(view, config, CONFIGS[name], max_tokens=max_tokens, tool_choice=tool_choice,
+                               bounds=bounds, warm_up=cases[0],
                                costs=costs if set(CONFIGS[name]) - {"model"} else None)
     pair.target_ctx.clear()
     raw: dict[str, list[CaseResult]] = {name: [] for name in order}
@@ -198,8 +237,8 @@ def run_bench(pair: LoadedPair, cases: list[Case], configs: list[str], *, max_to
         summary = summarize(raw[name], base)
         summary["speedup"] = round(summary["tokens_per_second"] / base_tps, 3) if base_tps else None
         out["configs"][name] = summary
-    out["outputs"] = {name: [{"id": r.id, "text": r.text, "correct": r.correct} for r in raw[name]]
-                      for name in configs}
+    out["outputs"] = {name: [{"id": r.id, "text": r.text, "calls": r.calls, "written": r.written,
+                              "correct": r.correct} for r in raw[name]] for name in configs}
     return out
 
 

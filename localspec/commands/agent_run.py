@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from localspec.commands.helpers import engine_from_args, gen_params, load_from_args
+from localspec.commands.helpers import open_from_args
 from localspec.commands.tools import add_mcp_arg, start_mcp
 from localspec.conversations import find_saved
 from localspec.errors import ConfigError
@@ -131,25 +131,24 @@ def cmd_agent_run(args) -> int:
     toolbox = Toolbox(workspace, policy, approver, env_allow=load_config().tools.env_allow_names())
     mcp = start_mcp(args.mcp_config, toolbox)  # MCP servers start while the model loads; stopped at the end
     try:
-        pair = load_from_args(args)
-        engine = engine_from_args(args, pair)
+        opened = open_from_args(args)
     except BaseException:
         if mcp is not None:
             mcp.close()
         raise
+    pair, engine, config = opened.pair, opened.engine, opened.config
     transcript = None if args.no_transcript else Transcript.open()
     system = DEFAULT_SYSTEM if args.system is None else (args.system or None)
     if conv is not None and args.system is None:
         system = conv.system
-    recorder = None if args.no_transcript else _recorder(args, pair, workspace, system, conv.id if conv else None)
+    recorder = None if args.no_transcript else _recorder(args, config, workspace, system,
+                                                         conv.id if conv else None)
     interrupted = False
     try:
         if mcp is not None:
             mcp.wait()
-        agent = Agent(engine, toolbox, system=system,
-                      params=gen_params(args), max_steps=args.max_steps, tools=names,
-                      call_max_tokens=args.call_max_tokens, transcript=transcript,
-                      thinking=getattr(args, "thinking", True))
+        agent = Agent(engine, toolbox, system=system, params=config.params, max_steps=args.max_steps, tools=names,
+                      call_max_tokens=args.call_max_tokens, transcript=transcript, thinking=config.thinking)
         if conv is not None:
             agent.messages += [dict(m) for m in conv.messages]
         on_event = None if args.json else _Printer(getattr(args, "reasoning", "show"))
@@ -186,15 +185,17 @@ def cmd_agent_run(args) -> int:
     return 1 if result.finish_reason == "context" else 0
 
 
-def _recorder(args, pair, workspace: Path, system: str | None, conversation_id: str | None = None):
+def _recorder(args, config, workspace: Path, system: str | None, conversation_id: str | None = None):
     """Save the run as a conversation (`localspec sessions`); a store that cannot be opened is a warning."""
     from localspec.agent.record import open_recorder
 
-    meta = {"pair": getattr(args, "_pair", None) or pair.target.path.name, "workspace": str(workspace.resolve()),
-            "system": system,
-            "params": {"target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None,
-                       "temperature": args.temperature, "max_tokens": args.max_tokens, "max_steps": args.max_steps,
-                       "tool_choice": args.tool_choice, "approve": "read-only" if args.read_only else args.approve}}
+    sel = config.selection
+    meta = {"pair": sel.pair or sel.target.name, "workspace": str(workspace.resolve()), "system": system,
+            "params": {"pair_name": sel.pair, "target": str(sel.target),
+                       "draft": str(sel.draft) if sel.draft else None,
+                       "temperature": config.params.sampling.temperature, "max_tokens": config.params.max_tokens,
+                       "max_steps": args.max_steps, "tool_choice": args.tool_choice,
+                       "approve": "read-only" if args.read_only else args.approve}}
     recorder, why = open_recorder(conversation_id, meta=lambda: meta)
     if why:
         print(f"warning: the conversation will not be saved: {why}", file=sys.stderr)

@@ -1,24 +1,34 @@
-"""`localspec bench SUITE.jsonl`: tool-call decoding speed and accuracy per drafting config, side by side."""
+"""`localspec bench SUITE.jsonl`: tool-call decoding speed and accuracy per drafting config, side by side, on the
+product's own turn engine and configuration (a pair, or --target/--draft, and every model flag `run` takes)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
+from localspec.commands.helpers import add_model_args, config_from_args
 from localspec.errors import ConfigError
+
+DEFAULT_CONFIGS = "baseline,model,toolspec,all"
 
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="benchmark tool-call drafting configs on a suite (BFCL format)")
     p.add_argument("suite", metavar="SUITE.jsonl")
-    p.add_argument("--target", metavar="PATH", required=True)
-    p.add_argument("--draft", metavar="PATH")
-    p.add_argument("--configs", default="baseline,model,toolspec,all",
-                   help="comma-separated: baseline, model, toolspec, all")
+    add_model_args(p)
+    p.add_argument("--configs", default=None,
+                   help=f"comma-separated drafting configs: baseline, model, toolspec, all (the config that uses "
+                        f"every drafter); default: {DEFAULT_CONFIGS}, without the draft model's configs when the pair "
+                        "has none")
+    p.add_argument("--tool-choice", choices=("auto", "required"), default=None,
+                   help="for cases whose suite line names none (default: auto, as `run --tools` and `serve`)")
+    p.add_argument("--max-string", type=int, default=200, metavar="N",
+                   help="bound strings the tools' schemas leave unbounded (a small model looping in a string still "
+                        "ends its call; 0: no bound; default 200)")
+    p.add_argument("--max-items", type=int, default=24, metavar="N",
+                   help="bound arrays likewise (0: no bound; default 24)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="first N cases only")
-    p.add_argument("--max-tokens", type=int, default=384, metavar="N")
-    p.add_argument("--ctx-size", type=int, default=4096, metavar="N")
-    p.add_argument("--threads", type=int, default=0, metavar="N")
+    p.add_argument("--max-tokens", type=int, default=384, metavar="N", help="most tokens in one case's turn")
     p.add_argument("--outputs", action="store_true", help="include every case's output in the JSON")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench)
@@ -27,33 +37,51 @@ def register(sub) -> None:
 def cmd_bench(args) -> int:
     from localspec.bench.runner import CONFIGS, run_bench
     from localspec.bench.suite import load_suite
-    from localspec.runtime.context import ContextSettings
-    from localspec.runtime.pair import load_pair
+    from localspec.launch.open import open_pair
+    from localspec.turns import Bounds
 
-    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    asked = args.configs is not None
+    configs = [c.strip() for c in (args.configs or DEFAULT_CONFIGS).split(",") if c.strip()]
     bad = [c for c in configs if c not in CONFIGS]
     if bad or not configs:
         raise ConfigError(f"unknown config(s) {', '.join(bad) or '(none)'}; choose from {', '.join(CONFIGS)}")
-    if not args.draft and any(c in ("model", "all") for c in configs):
-        if "--configs" in sys.argv or args.configs != "baseline,model,toolspec,all":
-            raise ConfigError("configs 'model' and 'all' need --draft PATH")
-        configs = [c for c in configs if c not in ("model", "all")]
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit must be >= 1")
+    if args.max_tokens < 1:
+        raise ConfigError("--max-tokens must be >= 1")
+    if args.max_string < 0 or args.max_items < 0:
+        raise ConfigError("--max-string and --max-items must be >= 0 (0: no bound)")
     cases = load_suite(args.suite, args.limit)
-    pair = load_pair(args.target, args.draft, ctx=ContextSettings(n_ctx=args.ctx_size, n_threads=args.threads))
+    config = config_from_args(args)
+    if config.selection.draft is None and any("model" in CONFIGS[c] for c in configs):
+        if asked:
+            raise ConfigError("configs 'model' and 'all' need a draft model (--draft PATH or a pair with one)")
+        configs = [c for c in configs if "model" not in CONFIGS[c]]
+    pair, _ = open_pair(config)
+    piped = not sys.stderr.isatty()
 
     def progress(name, i, n, r):
-        if not args.json:
+        if args.json:
+            return
+        if piped:  # a log, not a terminal: one line per case
+            if name == configs[-1]:
+                print(f"case {i}/{n}", file=sys.stderr, flush=True)
+        else:
             print(f"\r{name:9} {i}/{n}", end="", file=sys.stderr, flush=True)
 
-    result = run_bench(pair, cases, configs, max_tokens=args.max_tokens, progress=progress)
+    try:
+        bounds = Bounds(max_string=args.max_string or None, max_items=args.max_items or None)
+        result = run_bench(pair, config, cases, configs, max_tokens=args.max_tokens, tool_choice=args.tool_choice,
+                           bounds=bounds, progress=progress)
+    finally:
+        pair.close()
     if not args.outputs:
         result.pop("outputs", None)
     if args.json:
         print(json.dumps(result))
         return 0
-    print("\r", end="", file=sys.stderr)
+    if not piped:
+        print("\r", end="", file=sys.stderr)
     cols = ("tokens_per_second", "speedup", "mean_accepted_length", "acceptance_rate", "forced_share",
             "identical_to_baseline", "valid_json", "ast_accuracy", "prefill_s", "latency_s")
     heads = ("config", "tok/s", "speedup", "tok/pass", "accept", "forced", "identical", "valid", "AST", "prefill_s",

@@ -10,7 +10,7 @@ import json
 import sys
 
 from localspec.commands.agent_run import add_agent_args, cmd_agent_run
-from localspec.commands.helpers import add_generation_args, add_model_args, engine_from_args, gen_params, load_from_args
+from localspec.commands.helpers import add_generation_args, add_model_args, add_thinking_args, open_from_args
 from localspec.commands.reasoning_output import ReasoningPrinter
 from localspec.commands.remote import add_remote_args, cmd_remote_run
 
@@ -33,11 +33,7 @@ def add_reasoning_args(p) -> None:
     g.add_argument("--reasoning", choices=("show", "hide"), default="show",
                    help="show (default): the reasoning goes to stderr as it is written; hide: not printed "
                         "(--json always has it in \"reasoning\")")
-    g.add_argument("--no-thinking", dest="thinking", action="store_const", const=False, default=None,
-                   help="ask the model not to think first (the template's enable_thinking=false, or /no_think); "
-                        "default: reasoning.thinking in config.toml (on)")
-    g.add_argument("--thinking", dest="thinking", action="store_const", const=True,
-                   help="let the model think first where config.toml turned it off")
+    add_thinking_args(g)
 
 
 def prompt_tokens(model, prompt: str, raw: bool, thinking: bool = True) -> list[int]:
@@ -64,13 +60,12 @@ def cmd_run(args) -> int:
         return cmd_remote_run(args)
     if getattr(args, "tools", False):
         return cmd_agent_run(args)
-    pair = load_from_args(args)
-    engine = engine_from_args(args, pair)
+    opened = open_from_args(args, warn=not args.raw)
+    pair, engine, config = opened.pair, opened.engine, opened.config
     from localspec.chat import reasoning as think
 
-    thinking = getattr(args, "thinking", True)
-    tokens = prompt_tokens(pair.target, args.prompt, args.raw, thinking)
-    params = gen_params(args)
+    tokens = prompt_tokens(pair.target, args.prompt, args.raw, config.thinking)
+    params = config.params
     state = think.OFF if args.raw else think.reply_state(pair.target, pair.target.chat_template, tokens)
     splitter = think.ReasoningSplitter(opened=state == think.OPEN_STATE) if state != think.OFF else None
     if args.json:
@@ -90,4 +85,3 @@ def cmd_run(args) -> int:
     sys.stdout.write("\n")
     print(f"[{engine.last_stats.summary()}]", file=sys.stderr)
     return 0
-

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from localspec.commands.helpers import add_generation_args, add_model_args, engine_from_args, gen_params, load_from_args
+from localspec.commands.helpers import add_generation_args, add_model_args, open_from_args
 from localspec.errors import ConfigError
 
 
@@ -60,11 +60,11 @@ def cmd_serve(args) -> int:
         from localspec.chat.formats import get_format
 
         fmt = get_format(args.tool_format)
-    pair = load_from_args(args)
-    engine = engine_from_args(args, pair)
+    opened = open_from_args(args)
+    pair, engine, config = opened.pair, opened.engine, opened.config
     target = Path(pair.target.path)
-    model_id = args.model_name or args.pair or target.stem
-    service = ChatService(pair, engine, model_id=model_id, defaults=gen_params(args), fmt=fmt,
+    model_id = args.model_name or config.pair or target.stem
+    service = ChatService(pair, engine, model_id=model_id, defaults=config.params, fmt=fmt,
                           max_waiting=args.max_queue, aliases=(target.name, target.stem))
     draft = Path(pair.draft.path).name if pair.draft is not None else "none"
     print(f"localspec serve: http://{args.host}:{args.port}/v1  model '{model_id}' ({target.name}, draft {draft}, "

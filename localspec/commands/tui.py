@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from localspec.commands.helpers import (APP_PREFIX, add_generation_args, add_model_args, add_thinking_args,
+                                        flags_from_args)
 from localspec.errors import ConfigError
+from localspec.tui.options import APP_MAX_TOKENS
 
 
 def add_top_level_args(parser: argparse.ArgumentParser) -> None:
@@ -22,18 +25,13 @@ def _add_args(p: argparse.ArgumentParser, top_level: bool = False) -> None:
     # Top level: SUPPRESS keeps a subcommand's namespace free of these names unless the user gave them.
     default = argparse.SUPPRESS if top_level else None
     g = p.add_argument_group("app") if top_level else p
-    which = g.add_mutually_exclusive_group() if top_level else p.add_mutually_exclusive_group()
-    which.add_argument("--pair", dest="tui_pair", metavar="NAME", default=default,
-                       help="model pair for the app (catalog or `localspec add` name)")
-    which.add_argument("--target", dest="tui_target", metavar="PATH", default=default,
-                       help="target GGUF for the app instead of a pair")
-    g.add_argument("--draft", dest="tui_draft", metavar="PATH", default=default,
-                   help="draft GGUF for --target (same vocabulary)")
+    # Every model, drafting and sampling flag `localspec run` takes (commands/helpers.py), under APP_PREFIX.
+    add_model_args(g, prefix=APP_PREFIX, suppress=top_level)
+    add_generation_args(g, prefix=APP_PREFIX, suppress=top_level, max_tokens=APP_MAX_TOKENS)
+    add_thinking_args(g, prefix=APP_PREFIX, suppress=top_level)
     g.add_argument("--workspace", dest="tui_workspace", metavar="DIR", default=default,
                    help="folder the app's tools work in (default: the current folder, or a reopened "
                         "conversation's)")
-    g.add_argument("--chat-template", dest="tui_chat_template", metavar="FILE", default=default,
-                   help="Jinja chat template instead of the GGUF's own (default: config.toml chat_templates.<pair>)")
     saved = g.add_mutually_exclusive_group() if top_level else p.add_mutually_exclusive_group()
     saved.add_argument("--continue", dest="tui_continue", action="store_true", default=default,
                        help="reopen the most recent saved conversation")
@@ -52,9 +50,9 @@ def register(sub) -> None:
 def options_from_args(args: argparse.Namespace):
     from localspec.tui.options import AppOptions
 
-    pair, target = getattr(args, "tui_pair", None), getattr(args, "tui_target", None)
-    draft, workspace = getattr(args, "tui_draft", None), getattr(args, "tui_workspace", None)
-    if draft and not target:
+    flags = flags_from_args(args, APP_PREFIX)
+    workspace = getattr(args, "tui_workspace", None)
+    if flags.draft and not flags.target:
         raise ConfigError("--draft needs --target (a pair already names its draft model)")
     conv = _saved_conversation(getattr(args, "tui_resume", None), getattr(args, "tui_continue", False))
     ws = Path(workspace).expanduser() if workspace else Path.cwd()
@@ -62,17 +60,18 @@ def options_from_args(args: argparse.Namespace):
         ws = Path(conv.workspace)  # tools continue where the conversation's files are
     if not ws.is_dir():
         raise ConfigError(f"--workspace {ws}: not an existing directory")
-    if target and not Path(target).expanduser().is_file():
-        raise ConfigError(f"--target {target}: file not found")
-    if draft and not Path(draft).expanduser().is_file():
-        raise ConfigError(f"--draft {draft}: file not found")
-    chat_template = getattr(args, "tui_chat_template", None)
-    if chat_template:
+    if flags.target and not Path(flags.target).expanduser().is_file():
+        raise ConfigError(f"--target {flags.target}: file not found")
+    if flags.draft and not Path(flags.draft).expanduser().is_file():
+        raise ConfigError(f"--draft {flags.draft}: file not found")
+    if flags.chat_template:
         from localspec.chat.template_file import read_template_file
 
-        read_template_file(chat_template)  # a bad file is a one-line error now, not after the model loads
-    return AppOptions(pair=pair, target=target, draft=draft, workspace=ws.resolve(), chat_template=chat_template,
-                      resume=conv.id if conv is not None else None)
+        read_template_file(flags.chat_template)  # a bad file is a one-line error now, not after the model loads
+    from localspec.launch.config import check_flags
+
+    check_flags(flags)  # a bad number is a one-line error now, not after the app has started
+    return AppOptions(flags=flags, workspace=ws.resolve(), resume=conv.id if conv is not None else None)
 
 
 def _mcp_config(path: str | None) -> Path | None:

@@ -88,6 +88,8 @@ class Settings(_Section):
     draft_gpu_layers: Annotated[int, Field(ge=-1)] | None = None
     draft_max: Annotated[int, Field(ge=1, le=64)] | None = None  # draft length; None: the pair's hint
     draft_p_min: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    ctx_size: Annotated[int, Field(ge=16)] | None = None  # context window in tokens; None: 8192 (or the model's)
+    threads: Annotated[int, Field(ge=0)] | None = None  # CPU threads; None or 0: one per core (the app: but one)
     approval: Literal["ask", "read-only", "auto"] = "ask"
     theme: str = "textual-dark"
     drafters: Drafters = Field(default_factory=Drafters)

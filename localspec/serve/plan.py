@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from localspec.agent.calls import call_grammar
+from localspec.turns import TurnRequest
+from localspec.turns.calls import call_grammar
 from localspec.chat.formats import ToolCallFormat
 from localspec.chat import reasoning as think
 from localspec.chat.prompt import chat_prompt_tokens
@@ -33,11 +34,17 @@ class Plan:
     mode: str
     fmt: ToolCallFormat
     grammar: str | None = None  # whole-output grammar (json)
-    call_grammar: str | None = None  # the call's grammar from its first character (calls; auto on the trigger)
+    call_grammar: str | None = None  # the call's grammar, built here to refuse a schema llguidance cannot take
     tools: tuple[dict, ...] = ()
     parallel: bool = False  # parallel_tool_calls: more calls may follow the first
-    reasoning: str = think.OFF  # how a reasoning model's reply starts (chat/reasoning.py prompt states)
     raw_reasoning: bool = False  # reasoning_format "none": the `<think>` text stays in the content as written
+
+    def request(self) -> TurnRequest:
+        """The turn this plan runs: the request's max_tokens bounds the whole reply, calls included."""
+        choice = "required" if self.mode == "calls" else "auto"
+        return TurnRequest(self.params, self.tools, choice, parallel=self.parallel,
+                           call_max_tokens=self.params.max_tokens, total_tokens=self.params.max_tokens,
+                           grammar=self.grammar if self.mode == "json" else None)
 
 
 def _calls_grammar(tools, fmt: ToolCallFormat, parallel: bool) -> str:
@@ -148,7 +155,6 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
         tools = tuple(t for t in tools if t["function"]["name"] == req.forced_tool)
     use_tools = bool(tools) and req.tool_choice != "none"  # with "none" the model still sees them in the prompt
     plan = Plan(prompt, params, "free", fmt, tools=tools if use_tools else (), parallel=req.parallel_tool_calls,
-                reasoning=think.reply_state(model, model.chat_template, prompt),
                 raw_reasoning=req.reasoning_format == "none")
     if use_tools:
         for i, t in enumerate(req.tools):
@@ -156,7 +162,6 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
                 check_enforceable(t["function"].get("parameters"), f"tools[{i}].function.parameters")
     if req.response_format is not None:
         check_enforceable(req.json_schema, "response_format.json_schema.schema")
-    if req.response_format is not None:
         schema = req.json_schema
         if use_tools and req.tool_choice == "auto":
             plan.grammar = _checked(lambda: _answer_or_call_grammar(model, schema, tools, fmt), model,

@@ -14,6 +14,7 @@ from localspec.serve.queue import Job, QueueFull, WorkQueue
 from localspec.serve.responses import now
 from localspec.serve.schemas import ChatRequest
 from localspec.speculative.engine import GenParams
+from localspec.turns import TurnEngine
 
 log = logging.getLogger("localspec.serve")
 
@@ -29,6 +30,7 @@ class ChatService:
         self.aliases = {model_id, *aliases}
         self.defaults = defaults
         self.fmt = fmt or tool_format(self.model)
+        self.turns = TurnEngine(engine, self.model, self.fmt)
         self.metrics = Metrics()
         self.queue = WorkQueue(max_waiting)
         self.created = now()
@@ -43,7 +45,7 @@ class ChatService:
 
         def job_fn(job: Job) -> None:
             try:
-                run_plan(self.engine, self.model, plan, job.cancel, self._counted(emit))
+                run_plan(self.turns, plan, job.cancel, self._counted(emit))
             except Exception as exc:  # the engine failed: answer 500, keep serving
                 log.exception("generation failed")
                 emit(ErrorEvent(internal(f"generation failed: {exc}")))

@@ -5,20 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from localspec.launch.flags import RunFlags
+
+APP_MAX_TOKENS = 1024  # per model turn, unless --max-tokens says otherwise (a chat allows longer replies than `run`)
+
 
 @dataclass
 class AppOptions:
-    pair: str | None = None  # a catalog or user pair name (--pair)
-    target: str | None = None  # explicit GGUF paths (--target/--draft) instead of a pair
-    draft: str | None = None
+    # Which model and how it runs, drafts and samples: the same flags `localspec run` takes (tests lower
+    # max_tokens because tiny models never stop by themselves).
+    flags: RunFlags = field(default_factory=RunFlags)
     workspace: Path = field(default_factory=Path.cwd)  # where tools read, write and run
-    max_tokens: int = 1024  # per model turn; tests lower it because tiny models never stop by themselves
-    n_ctx: int = 8192
-    n_threads: int = 0  # 0: one per core but one (see session.app_threads)
     config_path: Path | None = None  # None: the user's config.toml
     system_prompt: str | None = None  # None: the agent's default; "" for none
     tool_choice: str = "auto"  # first step of each turn: auto | required | none | a tool name (agent semantics)
-    chat_template: str | None = None  # a Jinja file replacing the GGUF's own template (--chat-template)
     record: bool = True  # save the conversation (store) and the agent's JSONL transcript, in the data folder
     resume: str | None = None  # a saved conversation's ID to continue (--resume ID, --continue)
     mcp_config: Path | None = None  # MCP servers (--mcp-config FILE); None: mcp.json in the config folder
+
+    @property
+    def max_tokens(self) -> int:
+        """The most tokens one model turn may write, unless the conversation sets its own."""
+        return self.flags.max_tokens or APP_MAX_TOKENS

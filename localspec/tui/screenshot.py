@@ -15,6 +15,7 @@ from pathlib import Path
 
 from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
+from localspec.launch.flags import RunFlags
 
 
 async def _shoot(app: LocalspecApp, prompt: str, origins: bool, out: Path, size: tuple[int, int],
@@ -57,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     cols, rows = (int(x) for x in a.size.lower().split("x"))
     out = Path(a.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    app = LocalspecApp(AppOptions(target=a.target, draft=a.draft, workspace=Path(a.workspace).resolve(),
-                                  max_tokens=a.max_tokens, tool_choice=a.tool_choice, record=False))
+    app = LocalspecApp(AppOptions(flags=RunFlags(target=a.target, draft=a.draft, max_tokens=a.max_tokens), workspace=Path(a.workspace).resolve(), tool_choice=a.tool_choice, record=False))
     print(asyncio.run(_shoot(app, a.prompt, a.origins, out, (cols, rows), a.timeout)))
     return 0
 

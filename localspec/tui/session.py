@@ -17,7 +17,6 @@ from localspec.agent.history import call_history
 from localspec.errors import LocalspecError
 from localspec.models.config import Settings, load_config
 from localspec.models.resolve import Selection, resolve_selection
-from localspec.speculative import registry
 from localspec.tools import Policy, Toolbox
 from localspec.tui.livestats import SessionView, StatsView
 from localspec.tui.options import AppOptions
@@ -43,18 +42,6 @@ def describe(sel: Selection, warning: str | None = None) -> PairInfo:
     if sel.pair is None and sel.draft is not None:
         label += " + " + sel.draft.name
     return PairInfo(label, sel.target, sel.draft, sel.pair, sel.demo, warning)
-
-
-def app_threads(requested: int = 0) -> int:
-    """llama.cpp threads for the app: all cores but one (at most 8), unless the user asked for a number.
-
-    Why: llama.cpp's threads busy-wait for each other; with one per core they compete with the UI thread and the
-    Python thread driving the engine, and on a small, busy machine a generation measured 40x slower and the UI
-    stalled for 100+ ms. Leaving one core free kept stalls near 20 ms on 2 cores.
-    """
-    import os
-
-    return requested if requested > 0 else max(1, min(8, (os.cpu_count() or 2) - 1))
 
 
 def _open_conversations():
@@ -91,7 +78,7 @@ class ChatSession:
         self._pair = None
         self._engine = None
         self._agent = None
-        self._hints = None
+        self._selection: Selection | None = None  # the pair loaded last (its RunConfig is re-resolved per turn)
         self._lock = threading.Lock()
         self.conversations = _open_conversations() if options.record else None  # None: chats are not saved
         self._resumed = None  # the saved conversation reopened at start (its pair is preferred)
@@ -110,9 +97,13 @@ class ChatSession:
         return resolve_selection(pair, target, draft, settings=self.settings)
 
     def initial_selection(self) -> Selection:
-        o = self.options
-        resumed = self._resumed_selection() if o.pair is None and o.target is None else None
-        return resumed or self.select(o.pair, o.target, o.draft)
+        f = self.options.flags
+        resumed = self._resumed_selection() if f.pair is None and f.target is None else None
+        if resumed is not None:
+            return resumed
+        from localspec.launch.config import select
+
+        return select(f, self.settings)
 
     def _resumed_selection(self) -> Selection | None:
         """A reopened conversation continues on its own pair while that is still installed."""
@@ -127,37 +118,34 @@ class ChatSession:
             pass
         return None
 
+    def config(self, sel: Selection | None = None):
+        """The RunConfig for a pair: the app's flags, config.toml and the pair's hints, resolved as every front end
+        resolves them (launch/config.py), with a core left free for the UI unless threads are set."""
+        from localspec.launch.config import resolve_config
+
+        sel = sel or self._selection
+        return resolve_config(self.options.flags, self.settings, selection=sel, interactive=True,
+                              max_tokens=self.options.max_tokens)
+
     def load(self, sel: Selection) -> PairInfo:
         """Load (or switch to) a pair. Slow for real models: call from a worker thread."""
-        from localspec.runtime.context import ContextSettings
-        from localspec.runtime.model import ModelSettings
-        from localspec.runtime.pair import load_pair
-        from localspec.speculative.builder import build_engine
+        from localspec.launch.open import open_engine
 
-        tuning = self.settings.tuning(sel.hints)
-        ctx = ContextSettings(n_ctx=self.options.n_ctx, n_threads=app_threads(self.options.n_threads))
-        drafters = list(registry.enabled(self.settings.get))
+        config = self.config(sel)
         with self._lock:
             self._close()
-            pair = load_pair(sel.target, sel.draft, target=ModelSettings(n_gpu_layers=tuning.target_gpu_layers),
-                             draft=ModelSettings(n_gpu_layers=tuning.draft_gpu_layers), ctx=ctx)
+            opened = open_engine(config, history=self.call_history)
             try:
-                from localspec.chat.template_file import apply_chat_template
-
-                # Before the engine and agent: they read the template (tool-call format, prompts).
-                warning = apply_chat_template(pair.target, self.options.chat_template
-                                              or self.settings.chat_templates.get(sel.pair or ""))
-                self._engine = build_engine(pair, use_draft_model=self.settings.drafters.model,
-                                            draft_max=tuning.draft_max, draft_p_min=tuning.draft_p_min,
-                                            drafters=drafters, history=self.call_history)
-                self._agent = self._new_agent(self._engine, sel.hints)
-                self._warm_up(pair.target)
+                self._engine = opened.engine
+                self._selection = sel
+                self._agent = self._new_agent(self._engine)
+                self._warm_up(opened.pair.target)
             except BaseException:
-                pair.close()
-                self._engine = self._agent = None
+                opened.close()
+                self._engine = self._agent = self._selection = None
                 raise
-            self._pair, self._hints = pair, sel.hints
-            self.info = describe(sel, warning)
+            self._pair = opened.pair
+            self.info = describe(sel, opened.warning)
             return self.info
 
     def _warm_up(self, model) -> None:
@@ -215,7 +203,7 @@ class ChatSession:
         self.toolbox.env_allow = tuple(settings.tools.env_allow_names())
         self._thinking = None  # the saved default wins over an earlier Ctrl+R
         if self._agent is not None:
-            self._agent.params = self._params(self._hints)  # Agent.params is its TurnSettings' params
+            self._agent.params = self._params()
             self._agent.thinking = self.thinking
 
     # -- conversation ---------------------------------------------------------------------------------------------
@@ -240,7 +228,10 @@ class ChatSession:
     @property
     def thinking(self) -> bool:
         """Whether reasoning models think before answering (Qwen3's enable_thinking; /no_think otherwise)."""
-        return self.settings.reasoning.thinking if self._thinking is None else self._thinking
+        if self._thinking is not None:
+            return self._thinking
+        flag = self.options.flags.thinking  # --thinking / --no-thinking when the app was started
+        return self.settings.reasoning.thinking if flag is None else flag
 
     @thinking.setter
     def thinking(self, on: bool) -> None:
@@ -272,7 +263,7 @@ class ChatSession:
             history[:] = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + rest
             self.temperature, self.max_tokens_override = temperature, max_tokens
             if self._agent is not None:
-                self._agent.params = self._params(self._hints)
+                self._agent.params = self._params()
 
     # -- saved conversations --------------------------------------------------------------------------------------
     @property
@@ -299,7 +290,7 @@ class ChatSession:
             self.temperature = float(temperature) if isinstance(temperature, (int, float)) else None
             self.max_tokens_override = limit if isinstance(limit, int) and limit > 0 else None
             if self._agent is not None:
-                self._agent.params = self._params(self._hints)
+                self._agent.params = self._params()
         return conv
 
     def delete_conversation(self, cid: str) -> None:
@@ -337,20 +328,20 @@ class ChatSession:
         system = DEFAULT_SYSTEM if self.options.system_prompt is None else self.options.system_prompt
         return [{"role": "system", "content": system}] if system else []
 
-    def _params(self, hints):
-        from localspec.speculative.engine import GenParams
-        from localspec.speculative.sampling import SamplingParams
+    def _params(self):
+        """The generation parameters of the next turn: the resolved config (flags, then the settings as they are
+        now), with this conversation's own temperature and token limit on top."""
+        from dataclasses import replace
 
-        s = self.settings.sampling
-        temperature = s.temperature if self.temperature is None else self.temperature
-        sampling = SamplingParams(temperature=temperature, top_k=s.top_k, top_p=s.top_p, min_p=s.min_p, seed=s.seed)
-        return GenParams(max_tokens=self.max_tokens, sampling=sampling,
-                         draft_max=self.settings.tuning(hints).draft_max)
+        params = self.config().params
+        sampling = params.sampling if self.temperature is None else replace(params.sampling,
+                                                                            temperature=self.temperature)
+        return replace(params, max_tokens=self.max_tokens, sampling=sampling)
 
-    def _new_agent(self, engine, hints):
+    def _new_agent(self, engine):
         from localspec.agent import Agent
 
-        agent = Agent(engine, self.toolbox, system=None, params=self._params(hints),
+        agent = Agent(engine, self.toolbox, system=None, params=self._params(),
                       call_max_tokens=self.options.max_tokens, transcript=self._transcript)
         agent.messages = self.history  # the conversation survives a change of pair
         agent.thinking = self.thinking

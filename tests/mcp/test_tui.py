@@ -11,6 +11,7 @@ import pytest
 
 from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
+from localspec.launch.flags import RunFlags
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.tools import ToolsScreen
 from localspec.tui.widgets.toolcard import ToolCard
@@ -56,8 +57,7 @@ async def test_app_with_mcp_servers(chat_pair, tmp_path, monkeypatch, notes):
     cfg = write_mcp_config(tmp_path / "mcp.json", {"notes": stdio_server(notes, "--tag", tag),
                                                    "broken": stdio_server(notes, "--mode", "fail-start")})
     target, draft = chat_pair
-    app = LocalspecApp(AppOptions(target=str(target), draft=str(draft), workspace=workspace, max_tokens=30,
-                                  n_ctx=8192, tool_choice="write_note", mcp_config=cfg))
+    app = LocalspecApp(AppOptions(flags=RunFlags(target=str(target), draft=str(draft), max_tokens=30, ctx_size=8192), workspace=workspace, tool_choice="write_note", mcp_config=cfg))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.session.loaded and app.screen is app.chat, what="the pair to load")
         await wait_for(pilot, lambda: any("'broken'" in n.message for n in app._notifications), 30,

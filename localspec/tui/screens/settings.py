@@ -29,6 +29,8 @@ HELP = {
     "draft_gpu_layers": "draft layers on the GPU (-1 all; empty: pair hint)",
     "draft_max": "most tokens drafted per step (empty: pair hint)",
     "draft_p_min": "stop drafting below this draft probability (empty: pair hint)",
+    "ctx_size": "context window in tokens (empty: 8192, or what the model was trained on); on the next load",
+    "threads": "CPU threads (empty or 0: one per core, but one for the app); on the next load",
     "approval": "ask: writes and shell need approval · read-only · auto: run everything",
     "theme": "colour theme of this app",
     "sampling.temperature": "0: greedy (exactly the target's own output); higher: more varied",

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from localspec.agent.calls import call_grammar, cut_at_trigger, new_call_id, parse_constrained
+from localspec.turns.calls import call_grammar, cut_at_trigger, new_call_id, parse_constrained
 from localspec.agent.transcript import Transcript, read_transcript
 from localspec.chat.formats import GENERIC, LLAMA3_JSON, MISTRAL
 from localspec.runtime.model import Model

@@ -1,5 +1,5 @@
-"""Tool-call text <-> structure for the agent: where a call starts in generated tokens, the grammar for the
-rest of it, and reading the constrained text back.
+"""Tool-call text <-> structure for a turn: where a call starts in generated tokens, the grammar for the rest of
+it, and reading a call's text back (the one call parser of the agent, the server and the bench).
 
 Why cut at the trigger: free generation stops on the format's trigger (e.g. `<tool_call>`); the call itself is
 then generated under the tools' JSON Schemas, continuing from exactly what the model already wrote.
@@ -72,17 +72,34 @@ def cut_at_trigger(model, fmt, tokens: list[int]) -> CallStart | None:
     return CallStart(kept, before, "")
 
 
-def call_grammar(fmt, tools: list[dict], emitted: str = "", *, parallel: bool = True) -> str:
+@dataclass(frozen=True)
+class Bounds:
+    """Limits for strings and arrays the tools' schemas leave unbounded (numbers are always bounded: a small model
+    looping inside a number still finishes its call). A suite of small models that loop in a string passes them
+    (localspec bench); users' calls are only bounded by the call's token limit."""
+
+    max_string: int | None = None
+    max_items: int | None = None
+
+
+def call_grammar(fmt, tools: list[dict], emitted: str = "", *, parallel: bool = True,
+                 bounds: Bounds = Bounds()) -> str:
     """Grammar for the rest of a call whose prefix is partly written: `<rest of prefix> call <suffix>`, and with
-    `parallel`, more whole calls after SEPARATOR (list-form formats get one call per turn). Numbers get finite
-    bounds: a small model looping inside a number still finishes its call."""
+    `parallel`, more whole calls after SEPARATOR (list-form formats get one call per turn)."""
     remainder = fmt.call_prefix[len(emitted):] if fmt.call_prefix.startswith(emitted) else fmt.call_prefix
+    limits = dict(bound_numbers=True, max_string=bounds.max_string, max_items=bounds.max_items)
     if not parallel or list_form(fmt):
-        return tool_call_grammar(tools, prefix=remainder, suffix=fmt.call_suffix, bound_numbers=True)
+        return tool_call_grammar(tools, prefix=remainder, suffix=fmt.call_suffix, **limits)
     # tool_call_grammar repeats `prefix call suffix` with the separator between; the part of the prefix that
     # was emitted before the grammar took over belongs in the separator for the second and later calls.
     return tool_call_grammar(tools, prefix=remainder, suffix=fmt.call_suffix, separator=SEPARATOR + emitted,
-                             parallel=True, bound_numbers=True)
+                             parallel=True, **limits)
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
 
 
 def parse_constrained(fmt, text: str) -> tuple[list[tuple[str, dict]], str | None]:
@@ -90,9 +107,9 @@ def parse_constrained(fmt, text: str) -> tuple[list[tuple[str, dict]], str | Non
     calls even if the suffix was cut off; an unfinished last call is reported, not returned."""
     decoder = json.JSONDecoder()
     calls: list[tuple[str, dict]] = []
-    pos = 0
+    pos = _skip_space(text, 0)
     while pos < len(text) and text.startswith(fmt.call_prefix, pos):
-        pos += len(fmt.call_prefix)
+        pos = _skip_space(text, pos + len(fmt.call_prefix))
         try:
             obj, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:
@@ -110,3 +127,29 @@ def parse_constrained(fmt, text: str) -> tuple[list[tuple[str, dict]], str | Non
     if not calls:
         return calls, f"no tool call in the generated text {text[:80]!r}"
     return calls, None
+
+
+def parse_calls(fmt, text: str) -> tuple[list[tuple[str, dict]], str | None]:
+    """The calls in a message: the canonical form our grammar writes first, else the format's own parser (formats
+    whose call body is not JSON, text a model wrote freely). (calls, why there are none or the last is missing)."""
+    calls, error = parse_constrained(fmt, text)
+    if calls:
+        return calls, error
+    result = fmt.parse(text)
+    if result.calls:
+        return [(c.name, c.arguments) for c in result.calls], None
+    return calls, error
+
+
+def is_call(fmt, text: str, tools) -> bool:
+    """Whether a whole-output answer (JSON or a call, under one grammar) is the call: it starts with the call
+    prefix, or in prefix-less formats (Llama 3 JSON) it is an object with exactly a call's keys and a known name."""
+    prefix = fmt.call_prefix.strip()
+    if prefix:
+        return text.lstrip().startswith(prefix)
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and set(obj) == {"name", "arguments"} and \
+        obj["name"] in {t["function"]["name"] for t in tools}

@@ -1,0 +1,53 @@
+"""Open a RunConfig's pair and build its engine: the one way every front end gets a model running."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from localspec.chat.template_file import apply_chat_template
+from localspec.launch.config import RunConfig
+from localspec.runtime.pair import LoadedPair, load_pair
+from localspec.speculative.builder import build_engine
+from localspec.speculative.config import DraftingConfig
+from localspec.speculative.costs import CostModel
+from localspec.speculative.drafters.history import CallHistory
+from localspec.speculative.drafters.memory import SpanMemory
+from localspec.speculative.engine import SpecEngine
+
+
+@dataclass
+class Opened:
+    config: RunConfig
+    pair: LoadedPair
+    engine: SpecEngine
+    warning: str | None = None  # e.g. the model has no chat template: ChatML stands in
+
+    def close(self) -> None:
+        self.pair.close()
+
+
+def open_pair(config: RunConfig) -> tuple[LoadedPair, str | None]:
+    """Load the config's target and draft with their settings and give the target its chat template. Returns the
+    pair and the warning to show when ChatML stands in for a missing template."""
+    sel = config.selection
+    pair = load_pair(sel.target, sel.draft, target=config.target, draft=config.draft, ctx=config.context)
+    try:
+        # Before any engine or agent exists: they read the template (tool-call format, prompts).
+        warning = apply_chat_template(pair.target, config.chat_template)
+    except BaseException:
+        pair.close()
+        raise
+    return pair, warning
+
+
+def open_engine(config: RunConfig, *, history: CallHistory | None = None, memory: SpanMemory | None = None,
+                costs: CostModel | None = None, drafting: DraftingConfig | None = None) -> Opened:
+    """The pair and an engine drafting as `config.drafting` says (or `drafting`, a variant the bench compares).
+    `history` is the tool-call history drafting learns from (front ends pass the persisted one)."""
+    pair, warning = open_pair(config)
+    try:
+        engine = build_engine(pair, drafting or config.drafting, history=history, costs=costs, memory=memory)
+    except BaseException:
+        pair.close()
+        raise
+    return Opened(config, pair, engine, warning)

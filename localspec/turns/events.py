@@ -1,0 +1,37 @@
+"""What a turn reports while it runs. The agent wraps these into its own events (with the step), the server into
+OpenAI chunks, the bench ignores them: each consumer maps, the turn does not know who listens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from localspec.speculative.registry import TARGET
+
+TEXT = "text"  # the visible answer
+REASONING = "reasoning"  # what a reasoning model thinks before it answers (`<think>` tags left out)
+CALL = "call"  # a tool call being written (its prefix, then the text the grammar allows)
+JSON = "json"  # the whole output under a response grammar: a JSON answer, or a call when tools were given
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Generated text as it is verified. `origin` is who proposed its token (registry.ORIGINS: "target", "model",
+    "schema", ...); `token` is -1 for text released without a token of its own (a held-back tail, a prefix)."""
+
+    text: str
+    kind: str = TEXT
+    origin: str = TARGET
+    token: int = -1
+
+
+@dataclass(frozen=True)
+class ReasoningWritten:
+    """The reasoning exactly as the model wrote it, tags included, from where its block opened (`serve`'s
+    reasoning_format "none" shows this as content). Sent beside the REASONING deltas, never instead."""
+
+    text: str
+
+
+TurnEvent = Union[Delta, ReasoningWritten]
+Emit = Callable[[TurnEvent], None]
