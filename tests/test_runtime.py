@@ -114,3 +114,14 @@ def test_backend_info_reports_cpu():
     assert info["backend"] in ("CPU", "CUDA", "Metal", "Vulkan", "ROCm", "HIP", "SYCL", "OpenCL", "MUSA", "CANN")
     assert any(d["type"] == "CPU" for d in info["devices"])
     assert isinstance(info["gpu_offload"], bool)
+
+
+def test_llama_errors_go_to_stderr_never_stdout(tmp_path, tiny_target, monkeypatch, capsys):
+    """LOCALSPEC_LLAMA_LOG shows llama.cpp's errors; on stdout they would corrupt `run --json`."""
+    monkeypatch.setenv("LOCALSPEC_LLAMA_LOG", "1")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(tiny_target.read_bytes()[:2000])
+    with pytest.raises(ModelFileError):
+        Model(cut)
+    out, err = capsys.readouterr()
+    assert out == "" and "gguf" in err.lower()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 import llama_cpp as lib
 
@@ -13,9 +14,10 @@ _GGML_LOG_LEVEL_ERROR = 4  # ggml.h: NONE, DEBUG, INFO, WARN, ERROR
 
 @lib.llama_log_callback
 def _quiet_log(level, text, user_data):  # pragma: no cover - called from C
-    # llama.cpp logs every tensor at load time; only errors are worth showing.
+    # llama.cpp logs every tensor at load time; only errors are worth showing, on stderr: stdout carries answers
+    # and `run --json`.
     if level == _GGML_LOG_LEVEL_ERROR and os.environ.get("LOCALSPEC_LLAMA_LOG"):
-        print(text.decode("utf-8", "replace"), end="")
+        print(text.decode("utf-8", "replace"), end="", file=sys.stderr)
 
 
 def init() -> None:
