@@ -54,10 +54,14 @@ def test_run_tools_json(tiny_target, workspace, tmp_path):
     if call["name"] == "list_dir":
         assert call["ok"] and "notes.txt" in call["content"]
     assert out["stats"]["generated_tokens"] > 0
-    transcript = Path(out["transcript"])
-    assert transcript.parent == home / "data" / "transcripts" and transcript.exists()
-    kinds = [json.loads(line)["type"] for line in transcript.read_text().splitlines()]
-    assert kinds[0] == "session" and "tool_result" in kinds and kinds[-1] == "done"
+    # One record of the run: the saved conversation (the JSONL transcript is gone; its key stays, null).
+    assert out["transcript"] is None and not (home / "data" / "transcripts").exists()
+    from localspec.conversations import ConversationStore
+
+    with ConversationStore(home / "data" / "conversations.sqlite3") as store:
+        conv = store.get(out["conversation"], turns=True)
+    assert [m["role"] for m in conv.messages] == ["user", "assistant", "tool", "assistant"]
+    assert conv.turns[-1]["finish_reason"] == out["finish_reason"] and conv.turns[-1]["steps"] == 2
 
 
 def test_run_tools_streams_and_defaults_to_the_current_directory(tiny_target, workspace, tmp_path):
@@ -126,7 +130,7 @@ def test_terminal_approver_without_a_terminal_denies(workspace):
 def test_agent_result_to_dict_is_what_run_tools_json_printed():
     """The JSON of `run --tools --json` is a contract: AgentResult.to_dict must give it byte for byte, as the CLI
     built it by hand before (that expression is copied here verbatim)."""
-    result = AgentResult(text="Done: 2 files.", steps=2, finish_reason="stop", transcript="/t/s.jsonl",
+    result = AgentResult(text="Done: 2 files.", steps=2, finish_reason="stop",
                          stats=Stats(generated_tokens=30, prompt_tokens=50, target_passes=12),
                          tool_calls=[ToolCallRecord("c1", "list_dir", {"path": "."}, ToolResult.success("a\nb"), 1),
                                      ToolCallRecord("c2", "read_file", {"path": "ü"}, ToolResult.failure("no such"), 1,
@@ -139,5 +143,20 @@ def test_agent_result_to_dict_is_what_run_tools_json_printed():
                         "error": c.result.error} for c in result.tool_calls],
         "finish_reason": result.finish_reason, "error": result.error, "stats": result.stats.to_dict(),
         "target": target, "draft": draft,
-        "transcript": result.transcript}, ensure_ascii=False)
+        "transcript": None}, ensure_ascii=False)  # the JSONL transcript is gone (the store is the record)
     assert json.dumps(result.to_dict(target=target, draft=draft), ensure_ascii=False) == before
+
+
+def test_the_printer_closes_the_thinking_block_before_anything_else(capsys):
+    from localspec.agent.events import TextDelta, ToolCallStarted
+    from localspec.commands.agent_run import _Printer
+
+    printer = _Printer("show")
+    printer(TextDelta(1, "let me look", "target", 5, "reasoning"))
+    printer(TextDelta(1, " closer", "target", 6, "reasoning"))
+    printer(ToolCallStarted(1, "c1", "list_dir", {"path": "."}))
+    printer(TextDelta(2, "more", "target", 7, "reasoning"))
+    printer(TextDelta(2, "Two files.", "target", 8, "text"))
+    out = capsys.readouterr()
+    assert out.err == '[thinking] let me look closer\n-> list_dir {"path": "."}\n[thinking] more\n'
+    assert out.out == "Two files."

@@ -5,10 +5,9 @@ from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, EventHandler,
                      TextDelta, ToolCallFinished, ToolCallStarted)
 from .loop import DEFAULT_SYSTEM, TOOL_CHOICES, Agent
 from .result import FINISH_REASONS, AgentResult, ToolCallRecord
-from .transcript import Transcript, new_session_id, read_transcript, transcripts_dir
 
 __all__ = [
     "Agent", "AgentResult", "ApprovalDecided", "ApprovalNeeded", "DEFAULT_SYSTEM", "Done", "Event", "EventHandler",
     "FINISH_REASONS", "MessageAdded", "Notice", "StepStats", "TOOL_CHOICES", "TextDelta", "ToolCallFinished",
-    "ToolCallRecord", "ToolCallStarted", "Transcript", "new_session_id", "read_transcript", "transcripts_dir",
+    "ToolCallRecord", "ToolCallStarted",
 ]

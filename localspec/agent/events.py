@@ -1,13 +1,13 @@
-"""Typed events the agent loop emits, for UIs (TUI worker thread, CLI) and the JSONL transcript.
+"""Typed events the agent loop emits, for UIs (TUI worker thread, CLI) and the conversation recorder.
 
 Why plain dataclasses and a callback: the TUI posts them to its own thread; nothing here knows about
-textual. `record()` is what goes into the transcript (None: not recorded, e.g. one text token).
+textual.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from localspec.speculative.stats import Stats
 from localspec.tools import ApprovalRequest, ToolResult
@@ -16,9 +16,6 @@ from localspec.tools import ApprovalRequest, ToolResult
 @dataclass
 class Event:
     type = "event"
-
-    def record(self) -> Optional[dict]:
-        return None
 
 
 @dataclass
@@ -40,9 +37,6 @@ class MessageAdded(Event):
     message: dict
     type = "message"
 
-    def record(self) -> dict:
-        return {"message": self.message}
-
 
 @dataclass
 class ToolCallStarted(Event):
@@ -51,9 +45,6 @@ class ToolCallStarted(Event):
     name: str
     arguments: dict
     type = "tool_call"
-
-    def record(self) -> dict:
-        return {"step": self.step, "id": self.call_id, "name": self.name, "arguments": self.arguments}
 
 
 @dataclass
@@ -64,11 +55,6 @@ class ApprovalNeeded(Event):
     request: ApprovalRequest
     type = "approval"
 
-    def record(self) -> dict:
-        r = self.request
-        return {"step": self.step, "id": self.call_id, "tool": r.tool, "summary": r.summary,
-                "danger": str(r.danger), "diff": r.diff}
-
 
 @dataclass
 class ApprovalDecided(Event):
@@ -76,9 +62,6 @@ class ApprovalDecided(Event):
     call_id: str
     decision: str  # a tools.Decision value: allow_once, allow_always, deny_once, deny_always
     type = "approval_decision"
-
-    def record(self) -> dict:
-        return {"step": self.step, "id": self.call_id, "decision": self.decision}
 
 
 @dataclass
@@ -91,11 +74,6 @@ class ToolCallFinished(Event):
     ran: bool = True  # False when cancelled before it ran
     type = "tool_result"
 
-    def record(self) -> dict:
-        r = self.result
-        return {"step": self.step, "id": self.call_id, "name": self.name, "ok": r.ok, "ran": self.ran,
-                "content": r.content, "error": r.error, "data": _jsonable(r.data)}
-
 
 @dataclass
 class Notice(Event):
@@ -103,9 +81,6 @@ class Notice(Event):
     step: int
     message: str
     type = "notice"
-
-    def record(self) -> dict:
-        return {"step": self.step, "message": self.message}
 
 
 @dataclass
@@ -116,29 +91,12 @@ class StepStats(Event):
     generations: list = field(default_factory=list)  # [(phase, Stats)], phase "reasoning" | "text" | "call" | "probe"
     type = "stats"
 
-    def record(self) -> dict:
-        return {"step": self.step, "stats": self.stats.to_dict(),
-                "generations": [{"phase": p, **s.to_dict()} for p, s in self.generations]}
-
 
 @dataclass
 class Done(Event):
     result: Any  # AgentResult
     type = "done"
 
-    def record(self) -> dict:
-        r = self.result
-        return {"finish_reason": r.finish_reason, "steps": r.steps, "error": r.error, "stats": r.stats.to_dict()}
-
 
 EventHandler = Callable[[Event], None]
 
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)

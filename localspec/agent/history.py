@@ -1,10 +1,57 @@
-"""The persisted tool-call history that every front end (run, serve, the app) drafts from and adds to."""
+"""The tool-call history every front end (run, serve, the app) drafts from: kept in the conversation store, each
+call with the conversation it came from (conversations/store.py: HISTORY_CALLS and HISTORY_CHARS bound it;
+`localspec sessions delete` deletes a conversation's calls with it).
+
+Only a recorded conversation adds to it: a run that saves nothing (`--no-transcript`, the server, an app that
+cannot open the store) still drafts from the stored calls and learns from its own in memory, and keeps nothing.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+from typing import Callable
+
+from localspec.conversations import ConversationError, ConversationStore, default_db_path, open_store
 from localspec.models.paths import get_paths
 from localspec.speculative.drafters.history import CallHistory
 
 
-def call_history() -> CallHistory:
-    return CallHistory(get_paths().call_history_file)
+def legacy_history_file() -> Path:
+    """Where localspec before the store's schema 2 kept every call, unbounded and tied to nothing."""
+    return get_paths().data_dir / "history" / "tool_calls.jsonl"
+
+
+def call_history(store: ConversationStore | None = None,
+                 conversation: Callable[[], str | None] | None = None) -> CallHistory:
+    """The stored calls (the newest ones, bounded), and, when `conversation` names the recorded conversation at
+    the time of a call, that call added to the store under it. Without `store`, the user's store is read once."""
+    _forget_legacy_file()
+    try:
+        if store is not None:
+            calls = store.recent_calls()
+        elif default_db_path().exists():  # reading must not create the store: a plain `run` saves nothing
+            with open_store() as own:
+                calls = own.recent_calls()
+        else:
+            calls = []
+    except ConversationError:  # no readable store: drafting starts without earlier calls
+        calls = []
+
+    def keep(text: str, tool: str | None) -> None:
+        cid = conversation() if conversation is not None else None
+        if store is None or cid is None:
+            return
+        with contextlib.suppress(ConversationError):  # a drafting hint is not worth failing a turn over
+            store.add_call(cid, text, tool)
+
+    return CallHistory(calls, on_add=keep if store is not None and conversation is not None else None)
+
+
+def _forget_legacy_file() -> None:
+    """The old file held the full text of every call (files the agent wrote included) and no conversation to
+    delete it with: it goes, and its folder if nothing else is there."""
+    path = legacy_history_file()
+    with contextlib.suppress(OSError):
+        path.unlink()
+        path.parent.rmdir()

@@ -26,7 +26,6 @@ from localspec.turns import Delta, TurnEngine, TurnRequest, new_call_id
 from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, MessageAdded, Notice, StepStats, TextDelta,
                      ToolCallFinished, ToolCallStarted)
 from .result import AgentResult, ToolCallRecord
-from .transcript import Transcript
 
 TOOL_CHOICES = ("auto", "required", "none")
 
@@ -49,8 +48,8 @@ class Agent:
     def __init__(self, engine, toolbox, *, model=None, system: str | None = None,
                  params: GenParams = GenParams(max_tokens=512), max_steps: int = 8,
                  tools: list[str] | tuple[str, ...] | None = None, call_max_tokens: int = 1024,
-                 max_calls_per_turn: int = 8, result_chars: int | None = None,
-                 transcript: Transcript | None = None, call_format=None, thinking: bool = True):
+                 max_calls_per_turn: int = 8, result_chars: int | None = None, call_format=None,
+                 thinking: bool = True):
         if max_steps < 1:
             raise ConfigError("max_steps must be >= 1")
         if max_calls_per_turn < 1:
@@ -69,14 +68,8 @@ class Agent:
         # A tool result may not flood the context: about a quarter of the window by default (~4 chars/token).
         self.result_chars = result_chars or max(2000, engine.target.n_ctx)
         self._tool_names = self._check_tools(tools)
-        self.transcript = transcript
         self.messages: list[dict] = [{"role": "system", "content": system}] if system else []
         self.last_result: AgentResult | None = None
-        if transcript is not None:
-            transcript.write("session", {
-                "model": str(getattr(self.model, "path", "")), "format": self.format.name,
-                "workspace": str(toolbox.root), "policy": toolbox.policy.mode, "tools": self.tool_names,
-                "max_steps": max_steps, "system": system})
 
     # -- public -------------------------------------------------------------------------------------------------
     # `params` (generation parameters of the text phases) may be changed by a UI between runs.
@@ -92,11 +85,11 @@ class Agent:
 
         tool_choice applies to the first step: "auto", "required" (the turn starts inside a call), "none", or a
         tool name / {"type": "function", "function": {"name": ...}} (required, that tool only). Later steps: auto.
-        KeyboardInterrupt propagates after the transcript records the interruption (last_result holds the partial
-        result)."""
+        KeyboardInterrupt and unexpected exceptions propagate after a Done event with the partial result (which
+        last_result holds too), so a recorder saves how the turn ended."""
         choice, only = self._parse_choice(tool_choice)
         cancel = cancel or threading.Event()
-        result = AgentResult(transcript=str(self.transcript.path) if self.transcript else None)
+        result = AgentResult()
         self.last_result = result
         emit = self._emitter(on_event)
         try:
@@ -104,13 +97,13 @@ class Agent:
             self._loop(result, choice, only, cancel, emit)
         except ContextOverflowError as exc:
             result.finish_reason, result.error = "context", str(exc)
-        except KeyboardInterrupt:  # the caller gets the exception; the transcript gets the ending
+        except KeyboardInterrupt:  # the caller gets the exception; the event handler gets the ending
             result.finish_reason = "cancelled"
-            self._record(Done(result))
+            emit(Done(result))
             raise
         except Exception as exc:
             result.finish_reason, result.error = "error", f"{type(exc).__name__}: {exc}"
-            self._record(Done(result))
+            emit(Done(result))
             raise
         emit(Done(result))
         return result
@@ -187,7 +180,7 @@ class Agent:
                                      "content": self._for_model(res)})
 
     def _call_tool(self, step: int, cid: str, name: str, args: dict, emit) -> ToolResult:
-        """Toolbox.call with the approver wrapped so UIs and the transcript see the request and the answer."""
+        """Toolbox.call with the approver wrapped so UIs see the request and the answer."""
         original = self.toolbox.approver
         if original is None:
             return self.toolbox.call(name, args)
@@ -220,12 +213,6 @@ class Agent:
         result.messages.append(message)
         emit(MessageAdded(message))
 
-    def _record(self, event: Event) -> None:
-        if self.transcript is not None:
-            record = event.record()
-            if record is not None:
-                self.transcript.write(event.type, record)
-
     @staticmethod
     def _turn_emitter(step: int, emit):
         """The turn's text as the agent's TextDelta events (its other events are for the server)."""
@@ -234,9 +221,9 @@ class Agent:
                 emit(TextDelta(step, ev.text, ev.origin, ev.token, ev.kind))
         return relay
 
-    def _emitter(self, on_event):
+    @staticmethod
+    def _emitter(on_event):
         def emit(event: Event) -> None:
-            self._record(event)
             if on_event is not None:
                 on_event(event)
         return emit

@@ -9,7 +9,7 @@ from localspec.tools import ToolResult
 
 # stop: the model answered; max_steps: the step limit ended the run; cancelled: cancel event or Ctrl-C;
 # length: the answer (or a call) hit the token limit; context: the conversation no longer fits the context;
-# error: an unexpected exception (re-raised after the transcript records it).
+# error: an unexpected exception (re-raised after the Done event reports it).
 FINISH_REASONS = ("stop", "max_steps", "cancelled", "length", "context", "error")
 
 
@@ -38,11 +38,13 @@ class AgentResult:
     finish_reason: str = ""
     error: str | None = None
     messages: list[dict] = field(default_factory=list)  # messages this run added to the conversation
-    transcript: str | None = None  # path of the session's JSONL transcript
 
     def to_dict(self, **run_info) -> dict:
         """What `localspec run --tools --json` prints (a contract: keys and order as printed). `run_info` (the CLI
-        passes the target and draft paths) goes just before "transcript", where the CLI has always printed it."""
+        passes the target and draft paths and the saved conversation) goes just before "transcript", where the CLI
+        has always printed it. "transcript" is always null: the conversation store is the one record of a run (its
+        ID is "conversation"; `localspec sessions export ID --format json` writes it out); the key stays for
+        scripts that read it."""
         return {"text": self.text, "reasoning": self.reasoning, "steps": self.steps, "tool_calls": [c.to_dict() for c in self.tool_calls],
                 "finish_reason": self.finish_reason, "error": self.error, "stats": self.stats.to_dict(),
-                **run_info, "transcript": self.transcript}
+                **run_info, "transcript": None}

@@ -40,7 +40,7 @@ def add_agent_args(p) -> None:
     g.add_argument("--system", default=None, metavar="TEXT", help="system prompt (default: a short agent prompt)")
     add_mcp_arg(g)
     g.add_argument("--no-transcript", action="store_true",
-                   help="do not record the run (the JSONL transcript and the saved conversation)")
+                   help="do not record the run (no saved conversation, no tool calls kept for drafting)")
     saved = g.add_mutually_exclusive_group()
     saved.add_argument("--continue", dest="continue_last", action="store_true",
                        help="carry on with the most recent saved conversation (its messages, system prompt, workspace)")
@@ -84,8 +84,7 @@ class _Printer:
         if kind == "text" and ev.kind == "reasoning":
             self.thoughts.write([("reasoning", ev.text)])
             return
-        if kind != "text" or ev.kind != "reasoning":
-            self.thoughts.end()
+        self.thoughts.end()  # anything else closes the thinking block first
         if kind == "text" and ev.kind == "text":
             sys.stdout.write(safe_text(ev.text, newlines=True))  # text from files the model read: no escapes
             sys.stdout.flush()
@@ -110,7 +109,8 @@ class _Printer:
 
 
 def cmd_agent_run(args) -> int:
-    from localspec.agent import DEFAULT_SYSTEM, Agent, Transcript
+    from localspec.agent import DEFAULT_SYSTEM, Agent
+    from localspec.agent.history import call_history
     from localspec.models.config import load_config
     from localspec.tools import Toolbox
 
@@ -129,26 +129,26 @@ def cmd_agent_run(args) -> int:
     names = [n.strip() for n in args.tool_names.split(",") if n.strip()] if args.tool_names else None
     policy, approver = _policy_and_approver(args)
     toolbox = Toolbox(workspace, policy, approver, env_allow=load_config().tools.env_allow_names())
-    mcp = start_mcp(args.mcp_config, toolbox)  # MCP servers start while the model loads; stopped at the end
-    try:
-        opened = open_from_args(args)
-    except BaseException:
-        if mcp is not None:
-            mcp.close()
-        raise
-    pair, engine, config = opened.pair, opened.engine, opened.config
-    transcript = None if args.no_transcript else Transcript.open()
     system = DEFAULT_SYSTEM if args.system is None else (args.system or None)
     if conv is not None and args.system is None:
         system = conv.system
-    recorder = None if args.no_transcript else _recorder(args, config, workspace, system,
-                                                         conv.id if conv else None)
+    mcp = start_mcp(args.mcp_config, toolbox)  # MCP servers start while the model loads; stopped at the end
+    recorder = opened = None
     interrupted = False
-    try:
+    try:  # whatever fails from here on, the servers, the store and the models are closed before returning
+        recorder = None if args.no_transcript else _open_recorder(conv.id if conv else None)
+        # Drafting learns from the stored calls; this run's calls are kept with its conversation.
+        history = call_history(recorder.store, lambda: recorder.id) if recorder is not None else None
+        opened = open_from_args(args, history=history)
+        pair, engine, config = opened.pair, opened.engine, opened.config
+        target, draft = str(pair.target.path), str(pair.draft.path) if pair.draft else None
+        if recorder is not None:
+            meta = _meta(args, config, workspace, system)
+            recorder.meta = lambda: meta
         if mcp is not None:
             mcp.wait()
         agent = Agent(engine, toolbox, system=system, params=config.params, max_steps=args.max_steps, tools=names,
-                      call_max_tokens=args.call_max_tokens, transcript=transcript, thinking=config.thinking)
+                      call_max_tokens=args.call_max_tokens, thinking=config.thinking)
         if conv is not None:
             agent.messages += [dict(m) for m in conv.messages]
         on_event = None if args.json else _Printer(getattr(args, "reasoning", "show"))
@@ -162,17 +162,16 @@ def cmd_agent_run(args) -> int:
     finally:
         if mcp is not None:
             mcp.close()
-        if transcript is not None:
-            transcript.close()
         if recorder is not None:
             recorder.close()
+        if opened is not None:
+            opened.close()
     if recorder is not None and recorder.error:
         print(f"warning: the conversation was not saved completely: {recorder.error}", file=sys.stderr)
 
     if args.json:
-        print(json.dumps(result.to_dict(target=str(pair.target.path),
-                                        draft=str(pair.draft.path) if pair.draft else None,
-                                        conversation=recorder.id if recorder else None), ensure_ascii=False))
+        print(json.dumps(result.to_dict(target=target, draft=draft, conversation=recorder.id if recorder else None),
+                         ensure_ascii=False))
     else:
         sys.stdout.write("\n")
         note = f"; {result.error}" if result.error else ""
@@ -185,18 +184,22 @@ def cmd_agent_run(args) -> int:
     return 1 if result.finish_reason == "context" else 0
 
 
-def _recorder(args, config, workspace: Path, system: str | None, conversation_id: str | None = None):
+def _open_recorder(conversation_id: str | None):
     """Save the run as a conversation (`localspec sessions`); a store that cannot be opened is a warning."""
     from localspec.agent.record import open_recorder
 
+    recorder, why = open_recorder(conversation_id)
+    if why:
+        print(f"warning: the conversation will not be saved: {why}", file=sys.stderr)
+    return recorder
+
+
+def _meta(args, config, workspace: Path, system: str | None) -> dict:
+    """What the saved conversation runs with."""
     sel = config.selection
-    meta = {"pair": sel.pair or sel.target.name, "workspace": str(workspace.resolve()), "system": system,
+    return {"pair": sel.pair or sel.target.name, "workspace": str(workspace.resolve()), "system": system,
             "params": {"pair_name": sel.pair, "target": str(sel.target),
                        "draft": str(sel.draft) if sel.draft else None,
                        "temperature": config.params.sampling.temperature, "max_tokens": config.params.max_tokens,
                        "max_steps": args.max_steps, "tool_choice": args.tool_choice,
                        "approve": "read-only" if args.read_only else args.approve}}
-    recorder, why = open_recorder(conversation_id, meta=lambda: meta)
-    if why:
-        print(f"warning: the conversation will not be saved: {why}", file=sys.stderr)
-    return recorder

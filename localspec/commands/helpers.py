@@ -106,16 +106,21 @@ def config_from_args(args: argparse.Namespace, prefix: str = "", **kw):
     return resolve_config(flags_from_args(args, prefix), **kw)
 
 
-def open_from_args(args: argparse.Namespace, config=None, *, warn: bool = True):
-    """Resolve, open the pair and build the engine, drafting from the persisted tool-call history; the chat
-    template warning goes to stderr (unless `warn` is off: `run --raw` uses no template)."""
+def open_from_args(args: argparse.Namespace, config=None, *, warn: bool = True, history=None):
+    """Resolve, open the pair and build the engine, drafting from the stored tool-call history (`history`: one
+    that also keeps this run's calls, agent/history.py); the chat template warning goes to stderr (unless `warn`
+    is off: `run --raw` uses no template)."""
     import sys
 
     from localspec.agent.history import call_history
     from localspec.launch.open import open_engine
 
     config = config or config_from_args(args)
-    opened = open_engine(config, history=call_history() if "history" in config.drafting.drafters else None)
+    if "history" not in config.drafting.drafters:
+        history = None
+    elif history is None:
+        history = call_history()
+    opened = open_engine(config, history=history)
     if opened.warning and warn:
         print(f"warning: {opened.warning}", file=sys.stderr)
     return opened

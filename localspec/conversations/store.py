@@ -20,42 +20,18 @@ from typing import Any
 
 from localspec.errors import LocalspecError
 
-SCHEMA_VERSION = 1
+from .schema import SCHEMA_VERSION, upgrade
+
+__all__ = ["Conversation", "ConversationError", "ConversationStore", "HISTORY_CALLS", "HISTORY_CHARS",
+           "SCHEMA_VERSION", "default_db_path", "find_saved", "open_store", "title_from"]
+
 TITLE_CHARS = 60
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL DEFAULT '',
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    pair TEXT,
-    workspace TEXT,
-    system TEXT,
-    params TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL DEFAULT '',
-    data TEXT NOT NULL,
-    stats TEXT,
-    created REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation, id);
-CREATE TABLE IF NOT EXISTS turns (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    finish_reason TEXT,
-    steps INTEGER,
-    error TEXT,
-    stats TEXT,
-    created REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS turns_by_conversation ON turns(conversation, id);
-CREATE INDEX IF NOT EXISTS conversations_by_updated ON conversations(updated DESC);
-"""
+# The tool-call history (what history drafting learns from): the newest calls across all conversations, at most
+# HISTORY_CALLS of them and HISTORY_CHARS characters of call text together (a call that wrote a file holds the file);
+# older ones are deleted as new ones come. Each call belongs to its conversation: deleting that deletes it.
+HISTORY_CALLS = 2000
+HISTORY_CHARS = 4_000_000
 
 
 class ConversationError(LocalspecError):
@@ -155,11 +131,7 @@ class ConversationStore:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a committed message survives a crash of the app
         db.execute("PRAGMA foreign_keys=ON")
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(f"written by a newer localspec (schema {version} > {SCHEMA_VERSION})")
-        db.executescript(_SCHEMA)
-        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        upgrade(db)  # conversations/schema.py: a database of an earlier version is upgraded in place
 
     def close(self) -> None:
         with self._lock:
@@ -235,7 +207,26 @@ class ConversationStore:
     def delete(self, cid: str) -> None:
         self._write("DELETE FROM conversations WHERE id = ?", (cid,), must_change=cid)
 
+    def add_call(self, cid: str, text: str, tool: str | None = None) -> None:
+        """Remember a finished tool call of conversation `cid` for history drafting; the oldest calls beyond
+        HISTORY_CALLS or HISTORY_CHARS go in the same transaction."""
+        now = time.time()
+
+        def tx(db):
+            db.execute("INSERT INTO calls (conversation, tool, text, created) VALUES (?, ?, ?, ?)",
+                       (cid, tool, text, now))
+            db.execute("DELETE FROM calls WHERE id IN (SELECT id FROM (SELECT id, "
+                       "ROW_NUMBER() OVER (ORDER BY id DESC) AS n, "
+                       "SUM(LENGTH(text)) OVER (ORDER BY id DESC) AS chars FROM calls) "
+                       "WHERE n > ? OR chars > ?)", (HISTORY_CALLS, HISTORY_CHARS))
+        self._transaction(tx, cid)
+
     # -- reading ------------------------------------------------------------------------------------------------
+    def recent_calls(self, limit: int = HISTORY_CALLS) -> list[str]:
+        """The newest `limit` remembered tool calls' text, oldest first (what history drafting starts from)."""
+        rows = self._read("SELECT text FROM calls ORDER BY id DESC LIMIT ?", (int(limit),))
+        return [text for (text,) in reversed(rows)]
+
     def resolve(self, ref: str) -> str:
         """A full ID, or a unique prefix of one (what a user types after `--resume`)."""
         ref = (ref or "").strip()

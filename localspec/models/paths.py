@@ -13,6 +13,8 @@ from typing import Mapping
 
 import platformdirs
 
+from localspec.constants import ENV_HOME
+
 APP = "localspec"
 
 
@@ -36,16 +38,11 @@ class Paths:
     def registry_file(self) -> Path:
         return self.data_dir / "registry.json"
 
-    @property
-    def call_history_file(self) -> Path:
-        """Where tool calls are remembered across runs, so history drafting learns from earlier sessions."""
-        return self.data_dir / "history" / "tool_calls.jsonl"
-
 
 def get_paths(env: Mapping[str, str] | None = None) -> Paths:
     """The folders for this process (read at call time, so a changed LOCALSPEC_HOME takes effect)."""
     env = os.environ if env is None else env
-    home = env.get("LOCALSPEC_HOME")
+    home = env.get(ENV_HOME)
     if home:
         root = Path(home).expanduser().resolve()
         return Paths(root / "config", root / "data", root / "cache", root / "logs")

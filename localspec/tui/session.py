@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from localspec.agent import Transcript
 from localspec.agent.history import call_history
 from localspec.errors import LocalspecError
 from localspec.models.config import Settings, load_config
@@ -54,14 +53,6 @@ def _open_conversations():
         return None
 
 
-def _open_transcript() -> Transcript | None:
-    """The agent's JSONL record of this session; a data folder we cannot write to must not stop the app."""
-    try:
-        return Transcript.open()
-    except OSError:
-        return None
-
-
 class ChatSession:
     def __init__(self, options: AppOptions, settings: Settings | None = None) -> None:
         self.options = options
@@ -69,11 +60,8 @@ class ChatSession:
         self.toolbox = Toolbox(options.workspace, Policy(self.settings.approval),
                                env_allow=self.settings.tools.env_allow_names())
         self.mcp = None  # the MCP servers (localspec.mcp.McpTools) once start_tools() ran; None: none configured
-        # The same persisted history of tool calls the command line uses, so drafting learns across sessions.
-        self.call_history = call_history()  # the agent adds each finished call
         self.totals = SessionView()
         self.info: PairInfo | None = None
-        self._transcript = _open_transcript() if options.record else None
         self._messages: list[dict] = self._system()  # the conversation while no agent exists
         self._pair = None
         self._engine = None
@@ -81,6 +69,9 @@ class ChatSession:
         self._selection: Selection | None = None  # the pair loaded last (its RunConfig is re-resolved per turn)
         self._lock = threading.Lock()
         self.conversations = _open_conversations() if options.record else None  # None: chats are not saved
+        # The same stored history of tool calls the command line uses, so drafting learns across sessions; the
+        # agent adds each finished call, kept with the conversation it belongs to.
+        self.call_history = call_history(self.conversations, lambda: self.conversation_id)
         self._resumed = None  # the saved conversation reopened at start (its pair is preferred)
         self._recorder = self._new_recorder()
         if options.resume and self.conversations is not None:
@@ -186,12 +177,10 @@ class ChatSession:
             notice(f"MCP servers not started: {exc}")
 
     def shutdown(self, timeout: float = -1) -> bool:
-        """At exit: free the models, close the JSONL transcript and the conversation store."""
+        """At exit: free the models and close the conversation store."""
         if self.mcp is not None:
             self.mcp.close()  # stops the servers' processes
         done = self.close(timeout)
-        if self._transcript is not None:
-            self._transcript.close()
         if done and self.conversations is not None:
             self.conversations.close()
         return done
@@ -342,7 +331,7 @@ class ChatSession:
         from localspec.agent import Agent
 
         agent = Agent(engine, self.toolbox, system=None, params=self._params(),
-                      call_max_tokens=self.options.max_tokens, transcript=self._transcript)
+                      call_max_tokens=self.options.max_tokens)
         agent.messages = self.history  # the conversation survives a change of pair
         agent.thinking = self.thinking
         return agent

@@ -50,7 +50,7 @@ def _server_answered(result) -> bool:
 def test_generated_call_to_an_mcp_tool_runs_under_approval(pair, tmp_path, home, notes):
     from localspec.mcp import attach_servers
 
-    history = CallHistory(tmp_path / "history.jsonl")
+    history = CallHistory()
     engine = build_engine(pair, DraftingConfig(drafters=("model", "schema", "history", "ngram")), history=history)
     approver = Recorder(Decision.ALLOW_ONCE)
     toolbox = Toolbox(tmp_path, Policy("ask"), approver)

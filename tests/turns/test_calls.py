@@ -3,12 +3,9 @@ constrained output back (real tiny GGUF tokenizer, real llguidance)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from localspec.turns.calls import call_grammar, cut_at_trigger, new_call_id, parse_constrained
-from localspec.agent.transcript import Transcript, read_transcript
 from localspec.chat.formats import GENERIC, LLAMA3_JSON, MISTRAL
 from localspec.runtime.model import Model
 from localspec.speculative.grammar import GrammarConstraint
@@ -111,16 +108,3 @@ def test_parse_constrained_other_formats():
     assert (calls, error) == ([("read_file", {"path": "x"})], None)
     calls, error = parse_constrained(GENERIC, "no call")
     assert calls == [] and "no tool call" in error
-
-
-def test_transcript_lines_are_json_and_flushed(tmp_path):
-    t = Transcript.open("sess-1", tmp_path)
-    t.write("message", {"message": {"role": "user", "content": "hi"}})
-    # Readable before close: a crash keeps everything up to the last event.
-    assert read_transcript(tmp_path / "sess-1.jsonl")[0]["message"]["content"] == "hi"
-    t.write("done", {"finish_reason": "stop"})
-    t.close()
-    t.write("late", {})  # after close: ignored, not an error
-    lines = (tmp_path / "sess-1.jsonl").read_text().splitlines()
-    assert [json.loads(x)["type"] for x in lines] == ["message", "done"]
-    assert t.session_id == "sess-1"

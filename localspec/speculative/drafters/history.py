@@ -1,13 +1,9 @@
-"""History drafter: earlier tool calls (this session and, persisted, earlier ones) propose continuations for the
-call being generated, by longest match of the current tail inside them."""
+"""History drafter: earlier tool calls (this session's and, kept by the caller, earlier sessions') propose
+continuations for the call being generated, by longest match of the current tail inside them."""
 
 from __future__ import annotations
 
-import json
-import os
-import time
-from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import Candidate, CandidateDrafter
@@ -17,27 +13,20 @@ SEPARATOR = -1  # never a real token id: matches cannot run across two stored ca
 
 
 class CallHistory:
-    """Past calls as text (tokenised per model on demand), optionally persisted as JSONL."""
+    """Past calls as text (tokenised per model on demand), the newest `max_calls`. Keeping them between sessions
+    is the caller's: `calls` are the kept ones to start from, and `on_add(text, tool)` hears of each new one."""
 
-    def __init__(self, path: str | os.PathLike | None = None, *, max_calls: int = 2000):
-        self.path = Path(path) if path else None
+    def __init__(self, calls: Iterable[str] = (), *, max_calls: int = 2000,
+                 on_add: Callable[[str, str | None], None] | None = None):
         self.max_calls = max_calls
-        self.calls: list[str] = []
-        if self.path and self.path.exists():
-            for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
-                try:
-                    self.calls.append(json.loads(line)["text"])
-                except (ValueError, KeyError, TypeError):
-                    continue  # a damaged line costs one remembered call, not the whole history
-            self.calls = self.calls[-max_calls:]
+        self.calls: list[str] = list(calls)[-max_calls:]
+        self.on_add = on_add
 
     def add(self, text: str, tool: str | None = None) -> None:
         self.calls.append(text)
         del self.calls[:-self.max_calls]
-        if self.path:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"tool": tool, "text": text, "ts": round(time.time(), 3)}) + "\n")
+        if self.on_add is not None:
+            self.on_add(text, tool)
 
     def clear(self) -> None:
         self.calls = []

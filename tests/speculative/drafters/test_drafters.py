@@ -78,18 +78,18 @@ def test_ngram_drafter_copies_from_context():
     assert draft.tokens == [12, 13, 14, 15, 16] and set(draft.origins) == {"ngram"}
 
 
-def test_history_drafter_persists_and_proposes(tmp_path):
-    store = tmp_path / "history.jsonl"
+def test_history_drafter_proposes_from_earlier_calls_and_reports_new_ones():
     vocab = {c: i + 1 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz{}\":, _")}
     tok = lambda s: [vocab[c] for c in s]  # noqa: E731
-    h = HistoryDrafter(tok, CallHistory(store))
+    kept = []
+    h = HistoryDrafter(tok, CallHistory(on_add=lambda text, tool: kept.append((tool, text))))
     h.add_call_tokens(tok('{"name": "read_file", "path": "a"}'), '{"name": "read_file", "path": "a"}', "read_file")
-    again = HistoryDrafter(tok, CallHistory(store))  # a new session reads the persisted calls
+    assert kept == [("read_file", '{"name": "read_file", "path": "a"}')]  # the caller keeps it (agent/history.py)
+    again = HistoryDrafter(tok, CallHistory([text for _, text in kept]))  # a new session starts from the kept calls
     ctx = tok('xx {"name": "read_')
     draft = again.propose(DraftRequest(ctx, 6, SamplingParams()))
     assert draft.tokens == tok('file",')
-    store.write_text(store.read_text() + "not json\n")
-    assert len(CallHistory(store).calls) == 1  # a damaged line is skipped, not fatal
+    assert CallHistory(["a", "b", "c"], max_calls=2).calls == ["b", "c"]
 
 
 def _constrained(engine, model, prompt, tools, n=160):
