@@ -353,17 +353,6 @@ def test_serve_refuses_non_loopback_without_key(tiny_pair_paths, capsys):
     assert err.startswith("error:") and "--api-key" in err and len(err.splitlines()) == 1
 
 
-def test_missing_server_packages_are_a_one_line_error_with_the_pipx_form(monkeypatch):
-    from localspec.errors import ConfigError
-    from localspec.serve.app import require_serve_extra
-
-    monkeypatch.setitem(sys.modules, "sse_starlette", None)  # makes `import sse_starlette` fail
-    with pytest.raises(ConfigError) as err:
-        require_serve_extra()
-    assert "pipx inject localspec starlette uvicorn sse-starlette" in str(err.value)
-    assert "pip install starlette uvicorn sse-starlette" in str(err.value) and "\n" not in str(err.value)
-
-
 def test_serve_command_end_to_end(tiny_pair_paths, tmp_path):
     target, draft = tiny_pair_paths
     port = free_port()

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from localspec.commands.helpers import add_generation_args, add_model_args, open_from_args
+from localspec.constants import ENV_API_KEY
 from localspec.errors import ConfigError
 
 
@@ -17,7 +18,7 @@ def register(sub) -> None:
     add_generation_args(p)  # server-side defaults for requests that leave a setting out
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--api-key", default=os.environ.get("LOCALSPEC_API_KEY"), metavar="KEY",
+    p.add_argument("--api-key", default=os.environ.get(ENV_API_KEY), metavar="KEY",
                    help="require 'Authorization: Bearer KEY' (env LOCALSPEC_API_KEY); needed off loopback")
     p.add_argument("--model-name", metavar="ID", help="model id clients send (default: pair name or target file name)")
     p.add_argument("--max-queue", type=int, default=16, metavar="N",
@@ -49,9 +50,7 @@ def validate_serve_args(args) -> None:
 
 def cmd_serve(args) -> int:
     validate_serve_args(args)
-    from localspec.serve.app import create_app, require_serve_extra
-
-    require_serve_extra()
+    from localspec.serve.app import create_app
     from localspec.serve.runner import serve_forever
     from localspec.serve.service import ChatService
 

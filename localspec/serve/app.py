@@ -18,23 +18,7 @@ from localspec.serve.schemas import parse_chat_request
 from localspec.serve.service import ChatService
 
 
-def require_serve_extra():
-    """Import the ASGI stack (base dependencies; a broken or hand-pruned install may lack them), or fail with a
-    one-line hint that works under pipx as well as pip."""
-    try:
-        import sse_starlette  # noqa: F401
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError:
-        from localspec.errors import ConfigError
-
-        raise ConfigError("`localspec serve` needs starlette, uvicorn and sse-starlette, missing from this install: "
-                          "pipx inject localspec starlette uvicorn sse-starlette (under pipx), or "
-                          "pip install starlette uvicorn sse-starlette") from None
-
-
 def create_app(service: ChatService, api_key: str | None = None):
-    require_serve_extra()
     from sse_starlette.sse import EventSourceResponse
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
