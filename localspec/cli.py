@@ -13,6 +13,7 @@ import sys
 import traceback
 
 from localspec import __version__
+from localspec.constants import ENV_DEBUG
 from localspec.errors import LocalspecError
 
 # Every command module, in the order `localspec --help` lists them; each has register(subparsers). Adding a
@@ -28,7 +29,7 @@ COMMANDS = [
     "tui",
 ]
 
-DEBUG_ENV = "LOCALSPEC_DEBUG"
+DEBUG_ENV = ENV_DEBUG
 
 
 class _Parser(argparse.ArgumentParser):

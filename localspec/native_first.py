@@ -20,6 +20,8 @@ import os
 import sys
 from pathlib import Path
 
+from localspec.constants import ENV_NO_PRELOAD
+
 # Load order: ggml's base first, then the backends, then ggml and llama (each one's dependencies before it).
 _ORDER = ("libggml-base", "libggml-cpu", "libggml-", "libggml.", "libllama.")
 _loaded: list[str] = []  # what preload() opened, for `localspec doctor` and the tests
@@ -74,7 +76,7 @@ _finder = _BeforeNumpy()
 
 def install() -> None:
     """Preload llama.cpp's libraries before numpy's first import (no-op once numpy is loaded: too late)."""
-    if "numpy" in sys.modules or _finder in sys.meta_path or os.environ.get("LOCALSPEC_NO_PRELOAD"):
+    if "numpy" in sys.modules or _finder in sys.meta_path or os.environ.get(ENV_NO_PRELOAD):
         return
     sys.meta_path.insert(0, _finder)
 

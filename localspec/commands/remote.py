@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+from localspec.constants import ENV_OPENAI_API_KEY, ENV_REMOTE_API_KEY
 from localspec.errors import ConfigError
 
 
@@ -37,7 +38,7 @@ def cmd_remote_run(args) -> int:
     from localspec.tools.display import ARGUMENT_CHARS, safe_text
 
     _check(args)
-    key = args.api_key or os.environ.get("LOCALSPEC_REMOTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    key = args.api_key or os.environ.get(ENV_REMOTE_API_KEY) or os.environ.get(ENV_OPENAI_API_KEY)
     backend = RemoteBackend(args.base_url, args.model, key)
     kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
               stop=list(args.stop) or None)

@@ -13,7 +13,9 @@ import signal
 import time
 from pathlib import Path
 
-MARKER = "LOCALSPEC_MCP_SERVER"
+from localspec.constants import ENV_MCP_SERVER_MARK
+
+MARKER = ENV_MCP_SERVER_MARK
 
 
 def marked(token: str, proc: Path = Path("/proc")) -> list[int]:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from localspec.constants import ENV_CATALOG
 from localspec.errors import ConfigError
 from localspec.models import tomlio
 
@@ -146,7 +147,7 @@ def parse_catalog(text: str, source: str = "models.toml") -> Catalog:
 
 def catalog_path() -> Path | None:
     """models.toml to read: $LOCALSPEC_CATALOG, else the source checkout's top-level file, else None (packaged copy)."""
-    env = os.environ.get("LOCALSPEC_CATALOG")
+    env = os.environ.get(ENV_CATALOG)
     if env:
         return Path(env).expanduser()
     import localspec

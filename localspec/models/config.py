@@ -15,12 +15,12 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from localspec.constants import ENV_PREFIX
 from localspec.errors import ConfigError
 from localspec.models import tomlio
 from localspec.models.catalog import Hints
 from localspec.models.paths import get_paths
 
-ENV_PREFIX = "LOCALSPEC_"
 _NONE_WORDS = {"", "none", "null", "unset"}
 
 

@@ -8,6 +8,8 @@ import sys
 
 import llama_cpp as lib
 
+from localspec.constants import ENV_LLAMA_LOG
+
 _initialised = False
 _GGML_LOG_LEVEL_ERROR = 4  # ggml.h: NONE, DEBUG, INFO, WARN, ERROR
 
@@ -16,7 +18,7 @@ _GGML_LOG_LEVEL_ERROR = 4  # ggml.h: NONE, DEBUG, INFO, WARN, ERROR
 def _quiet_log(level, text, user_data):  # pragma: no cover - called from C
     # llama.cpp logs every tensor at load time; only errors are worth showing, on stderr: stdout carries answers
     # and `run --json`.
-    if level == _GGML_LOG_LEVEL_ERROR and os.environ.get("LOCALSPEC_LLAMA_LOG"):
+    if level == _GGML_LOG_LEVEL_ERROR and os.environ.get(ENV_LLAMA_LOG):
         print(text.decode("utf-8", "replace"), end="", file=sys.stderr)
 
 
@@ -25,7 +27,7 @@ def init() -> None:
     global _initialised
     if _initialised:
         return
-    if os.environ.get("LOCALSPEC_LLAMA_LOG") != "all":
+    if os.environ.get(ENV_LLAMA_LOG) != "all":
         lib.llama_log_set(_quiet_log, ctypes.c_void_p(0))
     lib.llama_backend_init()
     _initialised = True

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from localspec.constants import ENV_RUN_MARK
+
 from .environ import shell_environment
 
 # After the shell exits, how long background children may keep writing before being stopped.
@@ -28,7 +30,7 @@ _TERM_GRACE_S = 0.5
 _REAPER = Path(__file__).with_name("reaper.py")
 _REAPER_CLEANUP_S = 10.0  # the wrapper's own sweep takes at most about 4 s
 _LISTED = 5  # processes named in the result
-RUN_MARK = "LOCALSPEC_RUN"
+RUN_MARK = ENV_RUN_MARK
 
 
 @dataclass

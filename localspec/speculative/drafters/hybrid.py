@@ -9,6 +9,7 @@ choice point) apart from the tokens that continue it, so unreliable sources stop
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Sequence
 
@@ -21,6 +22,8 @@ from localspec.speculative.drafters.rates import (FLOOR, LINE, PROSE, START, THR
 
 if TYPE_CHECKING:  # the draft model's module loads llama.cpp; the policy's tests run without it
     from localspec.speculative.drafters.model import ModelDrafter
+
+log = logging.getLogger("localspec.drafting")  # LOCALSPEC_LOG=debug: one line per gate window (debug_log.py)
 
 # Guesses that a value ends here, longest first. Two kinds, each with its own learned rate: another key follows
 # (',' and what merges with it), or the object or call ends.
@@ -155,19 +158,27 @@ class HybridDrafter(Drafter):
         if gate.asked < gate.window:
             return
         step = self.costs.single_token_s()
+        window = []  # what the debug log says of each source asked
         for src in self.sources:
             key = src.rate_key
             if key not in gate.lookup_s:
                 continue  # it sat out this window (or never looked)
             spent, saved = gate.lookup_s[key], gate.saved.get(key, 0) * step
+            switch = "on"
             if step and spent > saved and (gate.prose or gate.drafted.get(key, 0)):
                 gate.rest[key] = rest = gate.rest_for(key)
                 self.switched_off[gate.label(key)] = (
                     f"lookups cost {1000 * spent / gate.asked:.3f} ms a step, saved {1000 * saved / gate.asked:.3f} "
                     f"ms: off for {rest} steps")
+                switch = f"off for {rest}"
             else:
                 gate.fails.pop(key, None)
                 self.switched_off.pop(gate.label(key), None)
+            window.append(f"{key} rows={gate.drafted.get(key, 0)} accepted={gate.saved.get(key, 0)} "
+                          f"lookup_ms={1000 * spent:.3f} saved_ms={1000 * saved:.3f} {switch}")
+        log.debug("gate window %s: %d proposals, step_ms=%.3f, resting=%s | %s", "prose" if gate.prose else "grammar",
+                  gate.asked, 1000 * step, sorted(k for k, n in gate.rest.items() if n > 0) or "-",
+                  "; ".join(window) or "no source asked")
         gate.asked, gate.lookup_s, gate.saved, gate.drafted = 0, {}, {}, {}
 
     def _model_pays(self, token_s: float, thr: float) -> None:
