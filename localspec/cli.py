@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     try:
+        from localspec.debug_log import configure
+
+        configure()  # LOCALSPEC_LOG=debug: the debug log file in the log folder
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

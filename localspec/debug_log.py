@@ -49,7 +49,12 @@ def configure(env: Mapping[str, str] | None = None) -> Path | None:
         except OSError:
             return None
         _handler.setFormatter(logging.Formatter(FORMAT))
-        logging.getLogger("localspec").addHandler(_handler)
+        root = logging.getLogger("localspec")
+        root.addHandler(_handler)
+        # Warnings and errors still reach the terminal as they did without a handler (logging's last resort).
+        terminal = logging.StreamHandler()
+        terminal.setLevel(logging.WARNING)
+        root.addHandler(terminal)
     logging.getLogger("localspec").setLevel(wanted)
     return path
 

@@ -11,6 +11,8 @@ import sys
 
 from localspec.errors import ConfigError
 from localspec.models.catalog import format_mb, load_catalog
+from localspec.constants import ENV_LOG
+from localspec.debug_log import log_file
 from localspec.models.config import (config_keys, env_name, env_overrides, load_config, mcp_config_path,
                                      set_config_value)
 from localspec.models.install import add_pair, pair_state, pull_file, pull_pair, remove
@@ -146,6 +148,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     overridden = env_overrides()
     print(f"# {get_paths().config_file}")
     print(f"# MCP servers: {mcp_config_path()}")
+    print(f"# debug log: {log_file()} (written with {ENV_LOG}=debug)")
     for key in config_keys():
         section, _, field = key.rpartition(".")
         value = data[section][field] if section else data[field]

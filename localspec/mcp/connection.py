@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import tempfile
@@ -30,6 +31,7 @@ WATCH_S = 2.0  # how often a running stdio server's processes are looked for
 PROC = Path("/proc")
 
 StateListener = Callable[["Connection"], None]
+log = logging.getLogger("localspec.mcp")  # the servers' lifecycle, for the debug log (debug_log.py)
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,9 @@ class Connection:
     def _set(self, state: str, error: str | None) -> None:
         changed = (state, error) != (self.state, self.error)
         self.state, self.error = state, error
+        if changed:
+            log.info("server %s: %s%s%s", self.name, state, f" ({len(self.tools)} tools)" if state == RUNNING else "",
+                     f": {error}" if error else "")
         listener = self.on_state
         if changed and listener is not None:
             try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 
 from localspec.serve.body import parse_json, read_body
 from localspec.serve.errors import APIError, internal, unauthorized
@@ -16,6 +17,8 @@ from localspec.serve.guard import LoopbackOnly
 from localspec.serve.responses import chunk, completion, model_card, new_id, now, spec_stats, stream_calls_delta, usage
 from localspec.serve.schemas import parse_chat_request
 from localspec.serve.service import ChatService
+
+log = logging.getLogger("localspec.serve")  # one line per request for the debug log (debug_log.py)
 
 
 def create_app(service: ChatService, api_key: str | None = None):
@@ -50,6 +53,7 @@ def create_app(service: ChatService, api_key: str | None = None):
             return await _chat(request)
         except APIError as exc:
             service.metrics.request(exc.status)
+            log.info("chat request answered %d: %s", exc.status, exc)
             raise
 
     async def _chat(request: Request):
@@ -67,6 +71,10 @@ def create_app(service: ChatService, api_key: str | None = None):
                 pass
 
         client = request.client.host if request.client else ""
+        log.info("chat request from %s: %d messages, %d tools, tool_choice=%s, stream=%s, mode=%s, max_tokens=%d, "
+                 "prompt=%d tokens, queue: %d waiting", client or "?", len(req.messages), len(req.tools),
+                 req.forced_tool or req.tool_choice, req.stream, plan.mode, plan.params.max_tokens, len(plan.prompt),
+                 service.queue.waiting)
         job = service.start(plan, emit, client=client)
         rid, created, mid = new_id(), now(), service.model_id
         if req.stream:

@@ -59,6 +59,8 @@ class ChatService:
         def wrapped(ev):
             if isinstance(ev, DoneEvent):
                 self.metrics.observe(ev.stats, ev.finish_reason)
+                log.info("generation done: finish=%s, %d prompt + %d completion tokens, %s", ev.finish_reason,
+                         ev.prompt_tokens, ev.completion_tokens, ev.stats.summary())
             emit(ev)
         return wrapped
 
