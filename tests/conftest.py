@@ -10,6 +10,16 @@ import pytest
 
 CACHE = Path(os.environ.get("LOCALSPEC_TEST_CACHE", Path(__file__).parent / ".cache"))
 
+# The real small models (and the copies derived from them). A test that asks for one, directly or through another
+# fixture, is marked slow here, so `pytest -m "not slow"` is the fast loop and no test has to be marked by hand.
+MODEL_FIXTURES = frozenset({"smollm2", "smollm2_f16", "gemma", "gemma_f16", "gemma_q2k"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 def _package_dir(name: str) -> Path | None:
     spec = importlib.util.find_spec(name)  # locate without importing the package

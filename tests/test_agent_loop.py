@@ -1,5 +1,7 @@
-"""The agent loop on the tiny real GGUF pair (fast): constrained calls, step limit, cancellation, transcript,
-tool choices. The tiny model writes nonsense text but, under the schema constraint, valid calls."""
+"""The agent loop on real llama.cpp: a scripted GGUF (tests/scripted_gguf.py, Qwen2.5's template and tokens) whose
+greedy reply is known token for token ("hello world", then a list_dir call), so every run below has one exact
+outcome; and the tiny GGUF pair for what sampling must never break (schema-valid calls) and for formats without
+JSON bodies."""
 
 from __future__ import annotations
 
@@ -8,9 +10,8 @@ import threading
 import pytest
 from pydantic import ValidationError
 
-from localspec.speculative import registry
 from localspec.agent import (Agent, Done, MessageAdded, Notice, StepStats, TextDelta, ToolCallFinished,
-                             ToolCallStarted, Transcript, read_transcript)
+                             ToolCallStarted)
 from localspec.errors import ConfigError
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
@@ -18,17 +19,31 @@ from localspec.speculative.builder import build_engine
 from localspec.speculative.engine import GenParams
 from localspec.speculative.sampling import SamplingParams
 from localspec.tools import Toolbox
-from localspec.tools.args import ListDirArgs, ReadFileArgs
+from localspec.tools.args import ReadFileArgs
+from tests.scripted_gguf import write_scripted_gguf
 
 TOOLS = ["read_file", "list_dir"]  # two tools keep the prompt inside the tiny model's 2048-token window
+# The scripted reply: words, then the model's own `<tool_call>` token; the schema writes the call from there.
+SCRIPT = ["hello", "▁world", "<tool_call>", "{", "}}", "</tool_call>", "<|im_end|>"]
+CALL_TEXT = '<tool_call>\n{"name": "list_dir", "arguments": {}}\n'
+LISTING = "workspace root: 1 entry\nnotes.txt  (17 B)"
 
 
 @pytest.fixture(scope="module")
-def engine(tiny_pair_paths):
-    target, draft = tiny_pair_paths
+def engine(tmp_path_factory):
+    model = write_scripted_gguf(tmp_path_factory.mktemp("scripted") / "agent.gguf", "qwen2.5", SCRIPT)
     # One thread: llama.cpp's spinning worker threads slow down badly when the cores are shared (CI, parallel runs).
+    pair = load_pair(str(model), None, ctx=ContextSettings(n_ctx=2048, n_threads=1))
+    yield build_engine(pair)
+    pair.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(tiny_pair_paths):
+    target, draft = tiny_pair_paths
     pair = load_pair(str(target), str(draft), ctx=ContextSettings(n_ctx=2048, n_threads=1))
-    return build_engine(pair)
+    yield build_engine(pair)
+    pair.close()
 
 
 @pytest.fixture
@@ -40,72 +55,75 @@ def workspace(tmp_path):
 
 
 def _agent(engine, workspace, **kw):
-    kw.setdefault("params", GenParams(max_tokens=6))
-    kw.setdefault("tools", TOOLS)
+    kw.setdefault("params", GenParams(max_tokens=20))
+    kw.setdefault("tools", ["list_dir"])
     kw.setdefault("call_max_tokens", 64)
+    kw.setdefault("max_calls_per_turn", 1)
     return Agent(engine, Toolbox(workspace, kw.pop("policy", "auto"), kw.pop("approver", None)), **kw)
 
 
-def test_required_call_is_valid_and_runs(engine, workspace):
+def _text(events, kind):
+    return "".join(e.text for e in events if isinstance(e, TextDelta) and e.kind == kind)
+
+
+def _without_ids(messages):
+    out = []
+    for m in messages:
+        m = {k: v for k, v in m.items() if k != "tool_call_id"}
+        if "tool_calls" in m:
+            m["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in m["tool_calls"]]
+        out.append(m)
+    return out
+
+
+def test_an_answer_then_a_call_runs_it_and_reports_every_step(engine, workspace):
     events = []
     agent = _agent(engine, workspace, max_steps=1)
-    result = agent.run("list the files", tool_choice="required", on_event=events.append)
-    assert result.steps == 1 and result.finish_reason == "max_steps"  # one step, and it called a tool
-    assert len(result.tool_calls) >= 1
+    result = agent.run("ls", on_event=events.append)
+    assert (result.steps, result.finish_reason, result.text, result.error) == (1, "max_steps", "hello world", None)
+    assert [(c.name, c.arguments, c.result.ok, c.result.content, c.step, c.ran) for c in result.tool_calls] == \
+        [("list_dir", {}, True, LISTING, 1, True)]
+    assert (_text(events, "text"), _text(events, "call")) == ("hello world", CALL_TEXT)
+    assert all(e.origin for e in events if isinstance(e, TextDelta))
+    assert [e.type for e in events if not isinstance(e, TextDelta)] == \
+        ["message", "stats", "message", "tool_call", "tool_result", "message", "done"]
+    assert _without_ids(agent.messages) == [
+        {"role": "user", "content": "ls"},
+        {"role": "assistant", "content": "hello world", "tool_calls": [
+            {"type": "function", "function": {"name": "list_dir", "arguments": "{}"}}]},
+        {"role": "tool", "name": "list_dir", "content": LISTING}]
     call = result.tool_calls[0]
-    assert call.name in TOOLS and call.ran
-    {"read_file": ReadFileArgs, "list_dir": ListDirArgs}[call.name].model_validate(call.arguments)
-    # Text deltas carry the call being written, with the origin of every token.
-    call_text = "".join(e.text for e in events if isinstance(e, TextDelta) and e.kind == "call")
-    assert call_text.startswith("<tool_call>\n{\"name\": \"") and "</tool_call>" in call_text
-    assert all(e.origin in registry.ORIGINS for e in events
-               if isinstance(e, TextDelta))
-    # The conversation holds the call in OpenAI form and the result as a tool message.
-    assistant, tool = agent.messages[-2], agent.messages[-1]
-    assert assistant["tool_calls"][0]["id"] == call.id == tool["tool_call_id"]
-    if call.name == "list_dir":
-        assert call.result.ok and "notes.txt" in tool["content"]
+    assert agent.messages[1]["tool_calls"][0]["id"] == call.id == agent.messages[2]["tool_call_id"]
+    assert [e.message for e in events if isinstance(e, MessageAdded)] == agent.messages
 
 
-def test_constrained_arguments_always_match_the_schema(engine, workspace):
-    """Sampled calls with a free-text argument: each completes as a schema-valid call (wrapping up near the token
-    limit) or is reported as cut off and not run. Only a rule the JSON Schema cannot state (end_line >= start_line)
-    may still fail, and then the tool reports it instead of running."""
-    for seed in range(4):
-        sampling = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=seed)
-        notices = []
-        agent = _agent(engine, workspace, max_steps=1, params=GenParams(max_tokens=4, sampling=sampling))
-        result = agent.run("read notes.txt", tool_choice="read_file",
-                           on_event=lambda e: notices.append(e.message) if isinstance(e, Notice) else None)
-        for call in result.tool_calls:
-            assert call.name == "read_file"
-            try:
-                ReadFileArgs.model_validate(call.arguments)
-            except ValidationError as err:
-                assert all(e["type"] == "value_error" and not e["loc"] for e in err.errors())  # cross-field only
-                assert not call.result.ok and "end_line" in call.result.error
-            else:
-                assert "invalid arguments" not in (call.result.error or "")
-        if not result.tool_calls:
-            assert result.finish_reason == "length" and any("cut off" in n for n in notices)
-
-
-def test_step_limit_last_step_has_tools_off(engine, workspace):
+def test_the_last_step_has_tools_off(engine, workspace):
     events = []
     agent = _agent(engine, workspace, max_steps=2)
-    result = agent.run("list the files", tool_choice="required", on_event=events.append)
-    assert result.steps == 2
+    result = agent.run("ls", on_event=events.append)
+    # Step 2 could not call: the model began its call there anyway, so the step limit is what ended the run.
+    assert (result.steps, result.finish_reason, result.text) == (2, "max_steps", "hello world")
+    assert [c.step for c in result.tool_calls] == [1]
     assert [e.step for e in events if isinstance(e, StepStats)] == [1, 2]
-    assert {c.step for c in result.tool_calls} == {1}  # the final step could not call tools
-    assert agent.messages[-1]["role"] == "assistant" and "tool_calls" not in agent.messages[-1]
-    assert result.finish_reason in ("stop", "length", "max_steps")
+    assert agent.messages[-1] == {"role": "assistant", "content": "hello world"}
     assert result.stats.generated_tokens == sum(e.stats.generated_tokens for e in events if isinstance(e, StepStats))
+    three = _agent(engine, workspace, max_steps=3).run("ls")
+    assert ([c.step for c in three.tool_calls], three.steps, three.finish_reason) == ([1, 2], 3, "max_steps")
 
 
 def test_tool_choice_none_answers_in_text(engine, workspace):
-    result = _agent(engine, workspace).run("hello", tool_choice="none")
-    assert result.steps == 1 and result.tool_calls == [] and result.finish_reason == "length"
-    assert result.text
+    events = []
+    result = _agent(engine, workspace).run("ls", tool_choice="none", on_event=events.append)
+    assert (result.steps, result.tool_calls, result.finish_reason, result.text) == (1, [], "stop", "hello world")
+    assert _text(events, "call") == ""
+
+
+def test_required_starts_the_call_at_once(engine, workspace):
+    events = []
+    result = _agent(engine, workspace, max_steps=1).run("ls", tool_choice="required", on_event=events.append)
+    assert (result.steps, result.finish_reason) == (1, "max_steps")
+    assert [(c.name, c.arguments, c.result.content) for c in result.tool_calls] == [("list_dir", {}, LISTING)]
+    assert _text(events, "text") == "" and _text(events, "call") == CALL_TEXT
 
 
 def test_cancel_during_generation_stops_the_run(engine, workspace):
@@ -118,12 +136,13 @@ def test_cancel_during_generation_stops_the_run(engine, workspace):
             cancel.set()
 
     agent = _agent(engine, workspace, params=GenParams(max_tokens=200))
-    result = agent.run("list the files", tool_choice="required", cancel=cancel, on_event=on_event)
-    assert result.finish_reason == "cancelled"
-    assert result.tool_calls == [] and result.steps == 1
+    result = agent.run("ls", cancel=cancel, on_event=on_event)
+    assert (result.finish_reason, result.tool_calls, result.steps) == ("cancelled", [], 1)
     assert result.stats.finish_reason == "cancelled"
-    assert sum(1 for e in events if isinstance(e, TextDelta)) < 5  # stopped within a verify step or so
+    # Stopped before the call: the words were already verified when the first piece of them reached the UI.
+    assert (_text(events, "text"), _text(events, "call")) == ("hello world", "")
     assert isinstance(events[-1], Done)
+    assert agent.messages[-1] == {"role": "assistant", "content": "hello world"}  # what it wrote is kept
 
 
 def test_cancel_before_tools_run_leaves_them_unrun(engine, workspace):
@@ -136,54 +155,49 @@ def test_cancel_before_tools_run_leaves_them_unrun(engine, workspace):
             cancel.set()
 
     agent = _agent(engine, workspace)
-    result = agent.run("list the files", tool_choice="required", cancel=cancel, on_event=on_event)
-    assert result.finish_reason == "cancelled" and result.steps == 1
+    result = agent.run("ls", cancel=cancel, on_event=on_event)
+    assert (result.finish_reason, result.steps) == ("cancelled", 1)
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
-    assert finished and not any(e.ran for e in finished)
-    assert all(not e.result.ok and "did not run" in e.result.error for e in finished)
+    assert [(e.name, e.ran, e.result.ok, e.result.error) for e in finished] == \
+        [("list_dir", False, False, "cancelled by the user; the tool did not run")]
     # Every call still has a result message, so the conversation stays well-formed for the next turn.
-    assert agent.messages[-1]["role"] == "tool" and "cancelled" in agent.messages[-1]["content"]
-
-
-def test_transcript_records_the_session(engine, workspace, tmp_path, monkeypatch):
-    monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
-    transcript = Transcript.open()
-    assert transcript.path.parent == tmp_path / "home" / "data" / "transcripts"
-    agent = _agent(engine, workspace, max_steps=2, transcript=transcript)
-    result = agent.run("list the files", tool_choice="required")
-    transcript.close()
-    assert result.transcript == str(transcript.path)
-    lines = read_transcript(transcript.path)
-    kinds = [x["type"] for x in lines]
-    assert kinds[0] == "session" and kinds[-1] == "done"
-    for kind in ("message", "tool_call", "tool_result", "stats"):
-        assert kind in kinds
-    assert kinds.index("tool_call") < kinds.index("tool_result")
-    first_result = next(x for x in lines if x["type"] == "tool_result")
-    assert first_result["content"] == result.tool_calls[0].result.content
-    assert [x["message"]["role"] for x in lines if x["type"] == "message"] == \
-        [m["role"] for m in agent.messages]
-    assert lines[-1]["steps"] == 2 and lines[0]["tools"] == TOOLS
+    assert agent.messages[-1]["role"] == "tool"
+    assert agent.messages[-1]["content"] == finished[0].result.for_model()
 
 
 def test_long_tool_results_are_cut_for_the_model(engine, workspace):
-    for i in range(40):
-        (workspace / f"file_{i:02d}.txt").write_text("x")
-    agent = _agent(engine, workspace, max_steps=1, result_chars=120)
-    result = agent.run("list", tool_choice="list_dir")
-    tool_msg = agent.messages[-1]
-    assert tool_msg["role"] == "tool" and "[truncated for the model" in tool_msg["content"]
-    assert len(result.tool_calls[0].result.content) > 120  # the full result is still in the record
+    agent = _agent(engine, workspace, max_steps=1, result_chars=20)
+    result = agent.run("ls")
+    assert agent.messages[-1]["content"] == LISTING[:20] + \
+        f"\n[truncated for the model: showing the first 20 of {len(LISTING)} characters]"
+    assert result.tool_calls[0].result.content == LISTING  # the full result is still in the record
 
 
 def test_messages_persist_across_runs(engine, workspace):
     agent = _agent(engine, workspace, system="be brief")
     agent.run("first", tool_choice="none")
     agent.run("second", tool_choice="none")
-    roles = [m["role"] for m in agent.messages]
-    assert roles == ["system", "user", "assistant", "user", "assistant"]
+    assert agent.messages == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "first"},
+                              {"role": "assistant", "content": "hello world"}, {"role": "user", "content": "second"},
+                              {"role": "assistant", "content": "hello world"}]
     agent.reset()
     assert agent.messages == [{"role": "system", "content": "be brief"}]
+
+
+def test_an_exception_is_reported_as_done_and_propagates(engine, workspace):
+    events = []
+
+    def on_event(e):
+        events.append(e)
+        if isinstance(e, ToolCallStarted):
+            raise RuntimeError("ui broke")
+
+    agent = _agent(engine, workspace)
+    with pytest.raises(RuntimeError, match="ui broke"):
+        agent.run("ls", on_event=on_event)
+    # The Done event tells a recorder how the turn ended (the conversation store keeps it).
+    assert isinstance(events[-1], Done) and events[-1].result is agent.last_result
+    assert (agent.last_result.finish_reason, agent.last_result.error) == ("error", "RuntimeError: ui broke")
 
 
 def test_bad_options_are_clear_errors(engine, workspace):
@@ -201,36 +215,38 @@ def test_bad_options_are_clear_errors(engine, workspace):
         ro.run("x", tool_choice="write_file")
 
 
-def test_message_events_mirror_the_conversation(engine, workspace):
-    events = []
-    agent = _agent(engine, workspace, max_steps=2)
-    agent.run("list", tool_choice="required", on_event=events.append)
-    assert [e.message for e in events if isinstance(e, MessageAdded)] == agent.messages
+def test_constrained_arguments_always_match_the_schema(tiny_engine, workspace):
+    """Sampled calls with a free-text argument: each completes as a schema-valid call (wrapping up near the token
+    limit) or is reported as cut off and not run. Only a rule the JSON Schema cannot state (end_line >= start_line)
+    may still fail, and then the tool reports it instead of running."""
+    for seed in range(4):
+        sampling = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=seed)
+        notices = []
+        agent = _agent(tiny_engine, workspace, max_steps=1, tools=TOOLS, max_calls_per_turn=8,
+                       params=GenParams(max_tokens=4, sampling=sampling))
+        result = agent.run("read notes.txt", tool_choice="read_file",
+                           on_event=lambda e: notices.append(e.message) if isinstance(e, Notice) else None)
+        for call in result.tool_calls:
+            assert call.name == "read_file"
+            try:
+                ReadFileArgs.model_validate(call.arguments)
+            except ValidationError as err:
+                assert all(e["type"] == "value_error" and not e["loc"] for e in err.errors())  # cross-field only
+                assert not call.result.ok and "end_line" in call.result.error
+            else:
+                assert "invalid arguments" not in (call.result.error or "")
+        if not result.tool_calls:
+            assert result.finish_reason == "length" and any("cut off" in n for n in notices)
 
 
-def test_an_exception_ends_the_transcript_and_propagates(engine, workspace, tmp_path):
-    transcript = Transcript.open("boom", tmp_path)
-    agent = _agent(engine, workspace, transcript=transcript)
-
-    def on_event(e):
-        if isinstance(e, ToolCallStarted):
-            raise RuntimeError("ui broke")
-
-    with pytest.raises(RuntimeError, match="ui broke"):
-        agent.run("list", tool_choice="required", on_event=on_event)
-    transcript.close()
-    last = read_transcript(transcript.path)[-1]
-    assert last["type"] == "done" and last["finish_reason"] == "error" and "ui broke" in last["error"]
-    assert agent.last_result.finish_reason == "error"
-
-
-def test_formats_without_json_bodies_are_generated_freely_and_parsed(engine, workspace):
+def test_formats_without_json_bodies_are_generated_freely_and_parsed(tiny_engine, workspace):
     """Gemma-style call bodies are not JSON, so no grammar applies: the turn starts with the call prefix and the
     format's parser reads the result; nonsense is reported as a notice, never run."""
     from localspec.chat.formats import GEMMA_TOOL_CODE
 
     events = []
-    agent = _agent(engine, workspace, max_steps=1, call_format=GEMMA_TOOL_CODE, params=GenParams(max_tokens=12))
+    agent = _agent(tiny_engine, workspace, max_steps=1, tools=TOOLS, call_format=GEMMA_TOOL_CODE,
+                   params=GenParams(max_tokens=12))
     result = agent.run("list", tool_choice="required", on_event=events.append)
     call_text = "".join(e.text for e in events if isinstance(e, TextDelta) and e.kind == "call")
     assert call_text.startswith("```tool_code\n")
