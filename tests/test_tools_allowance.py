@@ -1,9 +1,10 @@
 """"Allow always" covers exactly what the user saw: attacks on a remembered allowance, through a real Toolbox.
 
 Each case: the user answers "always" to FIRST; then ATTACK (a command that, if it ran unasked, would create PWNED,
-write a file, or run code) must be asked about. The approver is a real callback that denies everything except
-FIRST, so an attack that were wrongly covered would run and leave PWNED behind: we check the approver saw it AND
-that nothing was created.
+write a file, or run code) must be asked about. Whether a call needs asking is a decision made before anything
+runs, so the cases check it with Toolbox.check (the approver is asked and its answer remembered as for a real call,
+and nothing runs); test_issue_example_exactly runs the commands for real, to show the decision is the one call()
+acts on.
 """
 import subprocess
 
@@ -155,14 +156,14 @@ def no_trace(ws, tmp_path):
 def test_always_does_not_cover_the_attack(ws, tmp_path, first, attack):
     approver = Approver(first)
     tb = Toolbox(ws, Policy("ask"), approver)
-    tb.call("run_shell", {"command": first})  # allowed: runs (its exit code does not matter here)
+    assert tb.check("run_shell", {"command": first}) is None  # allowed, and remembered
     assert approver.asked == [first]
-    res = tb.call("run_shell", {"command": attack})
-    assert approver.asked == [first, attack], f"{attack!r} ran under the allowance for {first!r}"
-    assert not res.ok and "denied by the user" in res.error
+    refusal = tb.check("run_shell", {"command": attack})
+    assert approver.asked == [first, attack], f"{attack!r} would run under the allowance for {first!r}"
+    assert refusal is not None and "denied by the user" in refusal
     no_trace(ws, tmp_path)
     # The harmless exact repeat is still covered: not asked again.
-    tb.call("run_shell", {"command": first})
+    assert tb.check("run_shell", {"command": first}) is None
     assert approver.asked == [first, attack]
 
 
@@ -178,9 +179,9 @@ def test_always_does_not_cover_the_attack(ws, tmp_path, first, attack):
 def test_always_covers_its_family_without_asking(ws, tmp_path, first, variants):
     approver = Approver(first)
     tb = Toolbox(ws, Policy("ask"), approver)
-    tb.call("run_shell", {"command": first})
+    assert tb.check("run_shell", {"command": first}) is None
     for command in variants:
-        tb.call("run_shell", {"command": command})
+        assert tb.check("run_shell", {"command": command}) is None
     assert approver.asked == [first]
     assert approver.requests[0].always  # the request said, in words, what "always" remembers
 
@@ -208,8 +209,8 @@ def test_always_not_offered_applies_once(ws, command, reason):
         return "allow_always"  # the user presses "always" anyway (an approver that ignores the offer)
 
     tb = Toolbox(ws, Policy("ask"), approver)
-    tb.call("run_shell", {"command": command})
-    tb.call("run_shell", {"command": command})
+    tb.check("run_shell", {"command": command})
+    tb.check("run_shell", {"command": command})
     assert len(asked) == 2, "a command that cannot be remembered must be asked about every time"
     assert asked[0].always is None and reason in asked[0].always_note, asked[0].always_note
     assert tb.policy.remembered()["allow"] == {}
@@ -221,7 +222,8 @@ def test_issue_example_exactly(ws, tmp_path):
     assert tb.call("run_shell", {"command": "git status"}).ok
     res = tb.call("run_shell", {"command": "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor "
                                            "GIT_CONFIG_VALUE_0='touch PWNED; false' git status"})
-    assert not res.ok and not (ws / "PWNED").exists()
+    assert not res.ok and "denied by the user" in res.error and not (ws / "PWNED").exists()
+    assert tb.call("run_shell", {"command": "git status --short"}).ok  # the family runs, unasked
 
 
 def test_allowance_keys_and_words(ws):
@@ -243,3 +245,13 @@ def test_deny_always_still_covers_chains(ws):
     tb.approver = lambda r: asked.append(r) or True
     assert "deny always" in tb.call("run_shell", {"command": "ls; touch b"}).error
     assert asked == [] and not (ws / "b").exists() and not (ws / "a").exists()
+
+
+def test_check_decides_and_runs_nothing(ws):
+    tb = Toolbox(ws, Policy("auto"))
+    assert tb.check("write_file", {"path": "new.txt", "content": "x"}) is None
+    assert tb.check("run_shell", {"command": "touch PWNED"}) is None
+    assert not (ws / "new.txt").exists() and not (ws / "PWNED").exists()
+    assert tb.check("nope") == "unknown tool 'nope'; available tools: " + ", ".join(tb.names())
+    assert "invalid arguments" in tb.check("read_file", {})
+    assert "read-only mode" in Toolbox(ws, Policy("read-only")).check("run_shell", {"command": "ls"})

@@ -128,7 +128,26 @@ class Toolbox:
         result.tool = str(name)
         return result
 
+    def check(self, name: str, arguments: dict[str, Any] | str | None = None) -> str | None:
+        """What call() decides before it runs anything: None when the call would run now, else why not (as its
+        error says). The approver is asked, and its answer remembered, exactly as call() does; nothing runs."""
+        try:
+            prepared = self._prepare(name, arguments)
+        except ToolError as exc:
+            return f"{name}: {exc}"
+        return prepared.error if isinstance(prepared, ToolResult) else None
+
     def _call(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
+        prepared = self._prepare(name, arguments)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        result = prepared.run()
+        if result.error:
+            result.error = one_line(f"{name}: {result.error}")
+        return result
+
+    def _prepare(self, name: str, arguments: dict[str, Any] | str | None) -> Action | ToolResult:
+        """The checked, authorized action for a call, or the failed result that stops it."""
         tools = self._all()
         tool = tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -145,10 +164,7 @@ class Toolbox:
         refusal = self._authorize(tool, parsed.model_dump(), action)
         if refusal:
             return ToolResult.failure(f"{name}: {refusal}")
-        result = action.run()
-        if result.error:
-            result.error = one_line(f"{name}: {result.error}")
-        return result
+        return action
 
     def _authorize(self, tool: ToolDef, arguments: dict[str, Any], action: Action) -> str | None:
         """None when the action may run, else the refusal message."""
