@@ -36,5 +36,9 @@ def overloaded(retry_after: int) -> APIError:
                     code="server_overloaded", headers={"Retry-After": str(retry_after)})
 
 
+def shutting_down() -> APIError:
+    return APIError(503, "The server is shutting down; retry later", type="server_error", code="server_shutting_down")
+
+
 def internal(message: str) -> APIError:
     return APIError(500, message, type="server_error", code="internal_error")

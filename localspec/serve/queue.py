@@ -24,9 +24,10 @@ class QueueFull(Exception):
 
 
 class Job:
-    def __init__(self, fn: Callable[["Job"], None], client: str):
+    def __init__(self, fn: Callable[["Job"], None], client: str, on_drop: Callable[[], None] | None = None):
         self.fn = fn
         self.client = client
+        self.on_drop = on_drop  # told when the job will never run (the queue closed): its waiter must hear of it
         self.cancel = threading.Event()  # set when the client went away: skip, or stop generating
         self.done = threading.Event()
 
@@ -51,26 +52,35 @@ class WorkQueue:
     def running(self) -> int:
         return self._running
 
-    def submit(self, fn: Callable[[Job], None], client: str = "") -> Job:
+    def submit(self, fn: Callable[[Job], None], client: str = "", on_drop: Callable[[], None] | None = None) -> Job:
         with self._cond:
             if self._closed:
                 raise QueueFull(self._retry_after())
             if self._waiting >= self.max_waiting:
                 raise QueueFull(self._retry_after())
-            job = Job(fn, client)
+            job = Job(fn, client, on_drop)
             self._clients.setdefault(client, deque()).append(job)
             self._waiting += 1
             self._cond.notify()
             return job
 
     def close(self, timeout: float = 5.0) -> bool:
-        """Cancel waiting jobs and stop the worker; False if a generation is still running after `timeout`."""
+        """Drop waiting jobs (each is cancelled, done, and its on_drop told, so no handler waits for an answer that
+        never comes) and stop the worker; False if a generation is still running after `timeout`."""
         with self._cond:
             self._closed = True
-            for jobs in self._clients.values():
-                for job in jobs:
-                    job.cancel.set()
+            dropped = [job for jobs in self._clients.values() for job in jobs]
+            self._clients.clear()
+            self._waiting = 0
             self._cond.notify_all()
+        for job in dropped:
+            job.cancel.set()
+            job.done.set()
+            if job.on_drop is not None:
+                try:
+                    job.on_drop()
+                except Exception:  # one waiter's trouble must not keep the others waiting
+                    log.exception("telling a dropped request failed")
         self._thread.join(timeout)
         return not self._thread.is_alive()
 

@@ -6,7 +6,7 @@ import logging
 
 from localspec.chat.formats import ToolCallFormat
 from localspec.chat.prompt import tool_format
-from localspec.serve.errors import internal, overloaded
+from localspec.serve.errors import internal, overloaded, shutting_down
 from localspec.serve.generate import DoneEvent, Emit, ErrorEvent, run_plan
 from localspec.serve.metrics import Metrics
 from localspec.serve.plan import Plan, make_plan
@@ -50,8 +50,11 @@ class ChatService:
                 log.exception("generation failed")
                 emit(ErrorEvent(internal(f"generation failed: {exc}")))
 
+        def dropped() -> None:  # the server is shutting down before this request's turn
+            emit(ErrorEvent(shutting_down()))
+
         try:
-            return self.queue.submit(job_fn, client)
+            return self.queue.submit(job_fn, client, on_drop=dropped)
         except QueueFull as full:
             raise overloaded(full.retry_after) from None
 

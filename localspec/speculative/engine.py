@@ -78,10 +78,11 @@ class SpecEngine:
     # -- public API -------------------------------------------------------------------------------------------
     def generate(self, prompt: Sequence[int], params: GenParams = GenParams(), *, constraint: Constraint | None = None,
                  cancel: threading.Event | None = None) -> Generation:
-        events = list(self.stream(prompt, params, constraint=constraint, cancel=cancel))
-        stats = self.last_stats
+        run = _Run(prompt, params, constraint, TextStream(self.target.model.token_bytes, params.stop))
+        events = list(self._stream(run, prompt, params, constraint, cancel))
+        # This run's own statistics (never whatever last_stats names by then: it is None before any generation).
         return Generation("".join(e.text for e in events), [e.token for e in events], [e.origin for e in events],
-                          stats, events)
+                          run.stats, events)
 
     def stream(self, prompt: Sequence[int], params: GenParams = GenParams(), *, constraint: Constraint | None = None,
                cancel: threading.Event | None = None) -> Iterator[TokenEvent]:
@@ -90,6 +91,10 @@ class SpecEngine:
         Each step emits the target's own token, drafts after it, verifies the draft in one pass and emits the
         accepted drafts; the target's token after them starts the next step."""
         run = _Run(prompt, params, constraint, TextStream(self.target.model.token_bytes, params.stop))
+        return self._stream(run, prompt, params, constraint, cancel)
+
+    def _stream(self, run: _Run, prompt: Sequence[int], params: GenParams, constraint: Constraint | None,
+                cancel: threading.Event | None) -> Iterator[TokenEvent]:
         stats = run.stats
         self.last_stats = stats
         t_start = time.perf_counter()
