@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures shared across files live in these helper modules (and below); no test file imports a fixture.
+pytest_plugins = ["tests.hub_server", "tests.serve_helpers", "tests.tui_helpers"]
+
 CACHE = Path(os.environ.get("LOCALSPEC_TEST_CACHE", Path(__file__).parent / ".cache"))
 
 # The real small models (and the copies derived from them). A test that asks for one, directly or through another

@@ -8,10 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from localspec.bench.scoring import call_matches, case_correct
-from tests.hub_server import home  # noqa: F401  (fixture)
 
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "bfcl_subset.jsonl"  # shipped, see bfcl_subset.md
 MULTI = Path(__file__).resolve().parents[1] / "benchmarks" / "multiturn.jsonl"

@@ -12,7 +12,6 @@ from localspec.launch.flags import RunFlags
 from localspec.errors import IncompatibleDraftError
 from localspec.models.config import Settings, load_config, set_config_value
 from localspec.models.resolve import DEMO, demo_model_path
-from tests.hub_server import home  # noqa: F401  (fixture)
 from tests.hub_server import run_cli as run
 
 needs_demo = pytest.mark.skipif(demo_model_path() is None, reason="needs the packaged demo model (localspec[demo])")

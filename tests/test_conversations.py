@@ -17,8 +17,6 @@ from localspec.conversations import (ConversationError, ConversationStore, avail
                                      open_store, render, title_from)
 from localspec.conversations.exports import ExportExists
 
-from tests.hub_server import home  # noqa: F401,E402  (fixture: an empty LOCALSPEC_HOME)
-
 ROOT = Path(__file__).resolve().parent.parent
 
 

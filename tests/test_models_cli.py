@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.hub_server import home, hub, tiny_hub  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,6 @@ from localspec.models.catalog import Hints
 from localspec.models.config import Settings, config_keys, env_name, load_config, save_config, set_config_value
 from localspec.models.paths import get_paths
 from tests.hub_server import run_cli as run
-from tests.hub_server import home  # noqa: F401  (fixture)
 
 
 def test_localspec_home_puts_every_folder_under_it(tmp_path):

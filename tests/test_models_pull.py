@@ -20,8 +20,7 @@ from localspec.models.paths import get_paths
 from tests.hub_server import run_cli as run
 from localspec.models.registry import load_registry
 from localspec.models.resolve import resolve_models, resolve_selection
-from tests.hub_server import (  # noqa: F401  (fixtures)
-    DRAFT_FILE, DRAFT_REPO, TARGET_FILE, TARGET_REPO, catalog_toml, home, hub, tiny_hub)
+from tests.hub_server import DRAFT_FILE, DRAFT_REPO, TARGET_FILE, TARGET_REPO, catalog_toml
 
 BIG_REPO, BIG_FILE = "test-org/big-GGUF", "big.gguf"
 MB = 1 << 20

@@ -146,7 +146,7 @@ openai = pytest.importorskip("openai")
 
 
 def test_serve_reasoning_content(models):
-    from tests.test_serve_fixtures import client, running_server
+    from tests.serve_helpers import client, running_server
 
     with running_server(models["qwen3"], model_id="q") as (url, _):
         c = client(url)
@@ -167,7 +167,7 @@ def test_serve_reasoning_content(models):
 def test_serve_tool_call_after_reasoning(models):
     """The call continues from the model's own `<tool_call>` token (one USER_DEFINED token in Qwen's tokenizer), as in
     the agent loop; without reasoning: tests/test_serve_scripted.py."""
-    from tests.test_serve_fixtures import client, running_server
+    from tests.serve_helpers import client, running_server
 
     tools = [{"type": "function", "function": {"name": "list_dir", "description": "List files",
                                                "parameters": {"type": "object", "properties": {}}}}]

@@ -10,10 +10,9 @@ from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
 from localspec.launch.flags import RunFlags
 from localspec.tui.widgets.reasoning import ReasoningBlock, reasoning_title
-from tests.hub_server import home  # noqa: F401  (fixture)
 from tests.scripted_gguf import write_scripted_gguf
 from tests.test_reasoning_e2e import QWEN3_ANSWER
-from tests.test_tui_app import messages, ready, send, wait_for, write_config
+from tests.tui_helpers import messages, ready, send, wait_for, write_config
 
 pytestmark = pytest.mark.anyio
 

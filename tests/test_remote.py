@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.test_serve_fixtures import TOOLS, client, free_port, tiny_server  # noqa: F401
+from tests.serve_helpers import TOOLS, client, free_port
 
 httpx = pytest.importorskip("httpx")
 

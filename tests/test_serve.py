@@ -11,7 +11,7 @@ from typing import Literal
 
 import pytest
 
-from tests.test_serve_fixtures import API_KEY, TOOLS, client, free_port, running_server, tiny_server  # noqa: F401
+from tests.serve_helpers import API_KEY, TOOLS, client, free_port, running_server
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")

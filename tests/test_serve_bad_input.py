@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.test_serve_fixtures import API_KEY, TOOLS, running_server, tiny_server  # noqa: F401
+from tests.serve_helpers import API_KEY, TOOLS, running_server
 
 httpx = pytest.importorskip("httpx")
 

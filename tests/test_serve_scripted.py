@@ -11,7 +11,7 @@ import pytest
 from localspec.serve.schemas import parse_chat_request
 from localspec.speculative.grammar import GrammarConstraint
 from tests.scripted_gguf import write_scripted_gguf
-from tests.test_serve_fixtures import client, running_server
+from tests.serve_helpers import client, running_server
 
 LIST_DIR = [{"type": "function", "function": {"name": "list_dir", "description": "List files",
                                               "parameters": {"type": "object", "properties": {}}}}]

@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from tests.test_serve_fixtures import client, running_server
+from tests.serve_helpers import client, running_server
 
 pytestmark = pytest.mark.slow
 

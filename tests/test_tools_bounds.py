@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from localspec.tools import Limits, Policy, Toolbox
+from localspec.tools import Limits, Toolbox
 from localspec.tools.textdiff import text_diff
 
 HANG = 120  # seconds; every case below takes well under a second when bounded

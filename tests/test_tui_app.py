@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from pathlib import Path
 
 import pytest
 
@@ -20,146 +18,15 @@ from localspec.launch.flags import RunFlags
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
-from localspec.tui.widgets.message import ChatMessage
 from localspec.tui.widgets.stats import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
-from tests.hub_server import catalog_toml, home, hub, tiny_hub  # noqa: F401  (fixtures)
+
+from tests.hub_server import catalog_toml
+from tests.tui_helpers import (GREEDY, MODEL_ONLY, SIZE, StallMonitor, assert_no_stall, make_app, messages, plain, ready,
+                               send, wait_for, write_config)
 
 pytestmark = pytest.mark.anyio
 
-SIZE = (120, 40)
-STALL_LIMIT_S = 0.050
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture(scope="session")
-def chat_pair(tmp_path_factory) -> tuple[Path, Path]:
-    """The tiny target/draft pair with an 8K context: the agent's system prompt and tool list take ~2.2K tokens of
-    the tiny byte-level vocabulary, more than the 2K of the default tiny fixture."""
-    from tests.tiny_gguf import write_tiny_llama
-
-    d = tmp_path_factory.mktemp("tui-pair")
-    target = write_tiny_llama(d / "t.gguf", n_ctx_train=8192)
-    draft = write_tiny_llama(d / "d.gguf", base=target, noise=0.6, n_layer=1, seed=1)
-    return target, draft
-
-
-def write_config(home_dir: Path, text: str) -> None:
-    cfg = home_dir / "config" / "config.toml"
-    cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(text)
-
-
-# Greedy decoding (deterministic); only the draft model drafts, so the panel has per-drafter figures to show.
-MODEL_ONLY = "[sampling]\ntemperature = 0.0\n[drafters]\nschema = false\nhistory = false\nngram = false\n"
-GREEDY = "[sampling]\ntemperature = 0.0\n"
-
-
-@pytest.fixture
-def workspace(tmp_path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-def make_app(pair, workspace, **kw) -> LocalspecApp:
-    """The app on `pair`; `kw` are AppOptions, or RunFlags fields (max_tokens, ctx_size, ...)."""
-    target, draft = pair
-    flags = dict(target=str(target), draft=str(draft), max_tokens=40, ctx_size=8192)
-    for name in RunFlags.names():
-        if name in kw:
-            flags[name] = kw.pop(name)
-    return LocalspecApp(AppOptions(flags=RunFlags(**flags), workspace=workspace, **kw))
-
-
-async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "condition") -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.02)
-
-
-async def ready(pilot) -> None:
-    app = pilot.app
-    await wait_for(pilot, lambda: app.session.loaded and app.screen is app.chat, what="the pair to load")
-
-
-async def send(pilot, text: str) -> None:
-    """Type a prompt and press Enter. The key goes straight to the app: Pilot.press would wait for the app to go
-    idle, i.e. for the whole generation, and the tests want to watch it while it runs."""
-    app = pilot.app
-    prompt = app.chat.query_one("#prompt")
-    prompt.focus()
-    prompt.value = text
-    app.simulate_key("enter")
-    await wait_for(pilot, lambda: app.chat.busy or messages(app, "error"), 5, "the turn to start")
-
-
-def plain(widget) -> str:
-    """What a Static shows, as plain text (its content may be a string, Rich Text or a Rich table)."""
-    from rich.console import Console
-
-    console = Console(width=200, record=True, file=open(os.devnull, "w"))
-    console.print(widget.content)
-    return console.export_text()
-
-
-def messages(app, role: str) -> list[ChatMessage]:
-    return [m for m in app.chat.query(ChatMessage) if m.role == role]
-
-
-class StallMonitor:
-    """A 10 ms timer on the UI event loop; the worst lateness of a tick is the longest the loop was blocked."""
-
-    def __init__(self, app, interval: float = 0.010) -> None:
-        self.app, self.interval = app, interval
-        self.worst = 0.0
-        self.ticks = 0
-        self._last = None
-        self._timer = None
-
-    def start(self) -> None:
-        self._last = time.perf_counter()
-        self._timer = self.app.set_interval(self.interval, self._tick)
-
-    def _tick(self) -> None:
-        now = time.perf_counter()
-        self.worst = max(self.worst, now - self._last - self.interval)
-        self._last = now
-        self.ticks += 1
-
-    def stop(self) -> None:
-        self._timer.stop()
-
-
-async def stall_during(pilot, app, prompt: str) -> StallMonitor:
-    """The longest UI stall while the app answers `prompt`."""
-    monitor = StallMonitor(app)
-    monitor.start()
-    await send(pilot, prompt)
-    while app.chat.busy:
-        await pilot.pause(0.02)
-    monitor.stop()
-    return monitor
-
-
-async def assert_no_stall(pilot, app, worst: float, idle: StallMonitor) -> None:
-    """`worst` under STALL_LIMIT_S; over it, one more reply is measured: a late tick can be another process taking
-    the CPU for a moment, a stall the app causes happens again."""
-    if worst >= STALL_LIMIT_S:
-        worst = min(worst, (await stall_during(pilot, app, "once more")).worst)
-    if worst >= STALL_LIMIT_S and idle.worst >= STALL_LIMIT_S / 2:
-        pytest.skip(f"machine too busy to measure UI stalls: the idle event loop already stalls "
-                    f"{idle.worst * 1000:.0f} ms (generation: {worst * 1000:.0f} ms)")
-    assert worst < STALL_LIMIT_S
-
-
-# ---- chat ------------------------------------------------------------------------------------------------------
 
 async def test_prompt_streams_text_and_live_stats_without_blocking_the_ui(chat_pair, workspace, home,
                                                                            record_property):

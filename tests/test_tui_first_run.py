@@ -14,8 +14,7 @@ from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
 from localspec.launch.flags import RunFlags
 from localspec.tui.screens.models import ModelsScreen
-from tests.hub_server import home, hub, tiny_hub  # noqa: F401  (fixtures)
-from tests.test_tui_app import SIZE, plain, wait_for
+from tests.tui_helpers import SIZE, plain, wait_for
 
 pytestmark = [pytest.mark.anyio,
               pytest.mark.skipif(demo_model_path() is None, reason="needs the packaged demo model (localspec[demo])")]

@@ -10,9 +10,7 @@ from localspec.tui.screens.help import HelpScreen
 from localspec.tui.screens.settings import SettingsScreen
 from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.tui.widgets.stats import StatsPanel
-from tests.hub_server import home  # noqa: F401  (fixture)
-from tests.test_tui_app import (GREEDY, SIZE, chat_pair, make_app, messages, plain, ready, send,  # noqa: F401
-                                wait_for, write_config)
+from tests.tui_helpers import GREEDY, SIZE, make_app, messages, plain, ready, send, wait_for, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -185,7 +183,7 @@ async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspa
 
 async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair, workspace, home):  # noqa: F811
     """The one-line summary and a multi-line prompt must not slow the UI while a reply streams (< 50 ms)."""
-    from tests.test_tui_app import MODEL_ONLY, StallMonitor, assert_no_stall
+    from tests.tui_helpers import MODEL_ONLY, StallMonitor, assert_no_stall
 
     write_config(home, MODEL_ONLY)
     app = make_app(chat_pair, workspace, max_tokens=240)

@@ -17,9 +17,7 @@ from localspec.tui.screens.sessions import ConfirmScreen, RenameScreen, Sessions
 from localspec.tui.widgets.reasoning import ReasoningBlock
 from localspec.tui.widgets.stats import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
-from tests.hub_server import home  # noqa: F401  (fixture)
-from tests.test_tui_app import (GREEDY, SIZE, anyio_backend, chat_pair, make_app, messages, ready,  # noqa: F401
-                                send, wait_for, write_config)
+from tests.tui_helpers import GREEDY, SIZE, make_app, messages, ready, send, wait_for, write_config
 
 pytestmark = pytest.mark.anyio
 

@@ -23,8 +23,8 @@ from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
 from localspec.tui.widgets.stats import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
-from tests.hub_server import catalog_toml, home  # noqa: F401  (fixture)
-from tests.test_tui_app import chat_pair, wait_for  # noqa: F401  (fixture)
+from tests.hub_server import catalog_toml
+from tests.tui_helpers import wait_for
 
 SIZE = (130, 38)
 FIXED_CONFIG = Path("/tmp/localspec-tui-snapshots/config.toml")  # shown on the settings screen: keep it fixed

@@ -14,7 +14,6 @@ from localspec.runtime.llama import lib
 from localspec.speculative import builder
 from localspec.speculative.drafters.hybrid import HybridDrafter
 from localspec.speculative.engine import SpecEngine
-from tests.hub_server import home  # noqa: F401  (fixture)
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" \
            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"

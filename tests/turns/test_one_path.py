@@ -26,7 +26,6 @@ from localspec.speculative.engine import GenParams
 from localspec.speculative.sampling import SamplingParams
 from localspec.tools import Policy, Toolbox
 from localspec.turns import Bounds
-from tests.hub_server import home  # noqa: F401  (fixture)
 from tests.scripted_gguf import write_scripted_gguf
 
 openai = pytest.importorskip("openai")

@@ -1,26 +1,23 @@
 """Shared helpers for the serve and remote tests: `localspec serve` on 127.0.0.1 (ephemeral port, in a thread)
-over real tiny GGUF models, and the official OpenAI client pointed at it. No tests live here."""
+over real tiny GGUF models, and the official OpenAI client pointed at it. No tests live here; its fixture reaches
+every test through tests/conftest.py (pytest_plugins)."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 
+import openai  # the test extra's: the official client is what the server is tested against
 import pytest
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
-pytest.importorskip("sse_starlette")
-openai = pytest.importorskip("openai")
-
-from localspec.runtime.context import ContextSettings  # noqa: E402
-from localspec.runtime.pair import load_pair  # noqa: E402
-from localspec.serve.app import create_app  # noqa: E402
-from localspec.serve.runner import start_in_thread  # noqa: E402
-from localspec.serve.service import ChatService  # noqa: E402
-from localspec.speculative.builder import build_engine  # noqa: E402
+from localspec.runtime.context import ContextSettings
+from localspec.runtime.pair import load_pair
+from localspec.serve.app import create_app
+from localspec.serve.runner import start_in_thread
+from localspec.serve.service import ChatService
+from localspec.speculative.builder import build_engine
 from localspec.speculative.config import DraftingConfig
-from localspec.speculative.engine import GenParams  # noqa: E402
+from localspec.speculative.engine import GenParams
 
 API_KEY = "test-key-123"
 
