@@ -147,3 +147,18 @@ def test_toml_writer_round_trips():
     data = {"a": "quote\" and \\ and é", "b": 1.5, "c": True, "t": {"x": [1, 2], "y": None, "z": {"deep": 1}}}
     back = tomlio.loads(tomlio.dumps(data, header="hello"))
     assert back == {"a": "quote\" and \\ and é", "b": 1.5, "c": True, "t": {"x": [1, 2], "z": {"deep": 1}}}
+
+
+def test_every_key_has_its_environment_name_and_only_that(home, monkeypatch):
+    """pydantic-settings reads LOCALSPEC_<KEY> for every key, exact names only; "none" clears a value."""
+    from localspec.models.config import env_overrides
+
+    env = {env_name(k): "x" for k in config_keys()}
+    assert env_overrides(env) == {k: "x" for k in config_keys()}
+    assert env_overrides({"localspec_theme": "nord", "LOCALSPEC_HOME": "/h", "LOCALSPEC_CHAT_TEMPLATES": "{}"}) == {}
+    monkeypatch.setenv("LOCALSPEC_DRAFTERS_SCHEMA", "false")
+    monkeypatch.setenv("LOCALSPEC_TOOLS_ENV_ALLOW", "HF_TOKEN,AWS_*")
+    monkeypatch.setenv("LOCALSPEC_DRAFT_MAX", "none")
+    set_config_value("draft_max", "5")
+    s = load_config()
+    assert (s.drafters.schema_, s.tools.env_allow_names(), s.draft_max) == (False, ["HF_TOKEN", "AWS_*"], None)

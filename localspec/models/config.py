@@ -1,4 +1,5 @@
-"""config.toml: the user's settings, validated by pydantic, with LOCALSPEC_-prefixed environment overrides.
+"""config.toml: the user's settings, validated by pydantic, with LOCALSPEC_-prefixed environment overrides (read by
+pydantic-settings).
 
 Keys are dotted ("sampling.temperature"); the environment name is LOCALSPEC_ + the key in capitals with dots as
 underscores (LOCALSPEC_SAMPLING_TEMPERATURE). Overrides apply when loading, never when saving, so a one-off
@@ -8,12 +9,13 @@ chosen pair's catalog hints, then to built-in defaults (see Settings.tuning).
 
 from __future__ import annotations
 
-import os
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from localspec.constants import ENV_PREFIX
 from localspec.errors import ConfigError
@@ -32,9 +34,9 @@ class Drafters(_Section):
     """Which drafters speculative decoding may use."""
 
     model: bool = True  # the draft model of the pair
-    schema_: bool = Field(True, alias="schema")  # tool-call JSON forced by the schema
-    history: bool = True  # text repeated from earlier turns / tool results
-    ngram: bool = True  # n-gram lookup in the context
+    schema_: bool = Field(True, alias="schema")  # tool-call JSON forced by the schema, and which tool a call names
+    history: bool = True  # earlier tool calls, this session's and the stored ones (agent/history.py)
+    ngram: bool = True  # lookups in the request: token and text n-grams, spans, copies across JSON escaping
 
 
 class Sampling(_Section):
@@ -217,10 +219,27 @@ def _read_raw(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
+class _EnvVariables(BaseSettings):
+    """The LOCALSPEC_<KEY> variables, read by pydantic-settings: one text field per config key (_env_model adds
+    them), named exactly by env_name. Raw text only: the values are checked with the file's, by Settings."""
+
+    model_config = SettingsConfigDict(case_sensitive=True, extra="ignore")
+
+
+@functools.lru_cache(maxsize=1)
+def _env_model() -> type[_EnvVariables]:
+    fields: dict[str, Any] = {key.replace(".", "__"): (str | None, Field(None, validation_alias=env_name(key)))
+                              for key in config_keys()}
+    return create_model("LocalspecEnvironment", __base__=_EnvVariables, **fields)
+
+
 def env_overrides(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """{key: raw value} for every LOCALSPEC_<KEY> variable that names a config key."""
-    env = os.environ if env is None else env
-    return {k: env[env_name(k)] for k in config_keys() if env_name(k) in env}
+    """{key: raw value} for every LOCALSPEC_<KEY> variable that names a config key (`env`: instead of the process
+    environment)."""
+    model = _env_model()
+    found = model() if env is None else model.model_validate(dict(env))
+    values = found.model_dump(exclude_unset=True)
+    return {key: values[key.replace(".", "__")] for key in config_keys() if key.replace(".", "__") in values}
 
 
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None, *,
