@@ -150,15 +150,15 @@ def cmd_agent_run(args) -> int:
         agent = Agent(engine, toolbox, system=system, params=config.params, max_steps=args.max_steps, tools=names,
                       call_max_tokens=args.call_max_tokens, thinking=config.thinking)
         if conv is not None:
-            agent.messages += [dict(m) for m in conv.messages]
+            agent.messages += [dict(m) for m in conv.messages or []]
         on_event = None if args.json else _Printer(getattr(args, "reasoning", "show"))
         try:
             result = agent.run(args.prompt, tool_choice=args.tool_choice,
                                on_event=recorder.wrap(on_event) if recorder else on_event)
         except KeyboardInterrupt:
-            result, interrupted = agent.last_result, True
-            if result is None:
+            if agent.last_result is None:
                 raise
+            result, interrupted = agent.last_result, True
     finally:
         if mcp is not None:
             mcp.close()

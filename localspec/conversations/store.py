@@ -7,6 +7,7 @@ at once. Every query is parameterised: titles, message text and IDs come from us
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 import secrets
@@ -109,7 +110,7 @@ class Conversation:
         return out
 
 
-class ConversationStore:
+class ConversationStore:  # `builtins.list` below: the method list() shadows the name in the class body
     """Thread-safe (one connection, one lock): the app records from its worker threads and reads on the UI thread."""
 
     def __init__(self, path: Path | str):
@@ -261,9 +262,9 @@ class ConversationStore:
         return self.get(found[0].id) if found else None
 
     def list(self, search: str | None = None, *, limit: int | None = None,
-             messages: bool = False) -> list[Conversation]:
+             messages: bool = False) -> builtins.list[Conversation]:
         """Newest activity first; `search` matches titles (case-insensitive, a plain substring)."""
-        sql, args = _SELECT, []
+        sql, args = _SELECT, builtins.list[Any]()
         if search:
             sql += " WHERE c.title LIKE ? ESCAPE '\\'"
             args.append("%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
@@ -277,7 +278,7 @@ class ConversationStore:
                 conv.messages = self.messages(conv.id)
         return out
 
-    def messages(self, cid: str) -> list[dict]:
+    def messages(self, cid: str) -> builtins.list[dict]:
         rows = self._read("SELECT data, stats FROM messages WHERE conversation = ? ORDER BY id", (cid,))
         out = []
         for data, stats in rows:
@@ -286,19 +287,19 @@ class ConversationStore:
             out.append(msg)
         return out
 
-    def message_stats(self, cid: str) -> list[dict | None]:
+    def message_stats(self, cid: str) -> builtins.list[dict | None]:
         """Per message (same order as messages()): the statistics of the step that wrote it, or None."""
         return [_load(s, None) for (s,) in self._read("SELECT stats FROM messages WHERE conversation = ? "
                                                      "ORDER BY id", (cid,))]
 
-    def turns(self, cid: str) -> list[dict]:
+    def turns(self, cid: str) -> builtins.list[dict]:
         rows = self._read("SELECT finish_reason, steps, error, stats, created FROM turns WHERE conversation = ? "
                           "ORDER BY id", (cid,))
         return [{"finish_reason": f, "steps": n, "error": e, "stats": _load(s, None), "time": iso(t)}
                 for f, n, e, s, t in rows]
 
     # -- plumbing -----------------------------------------------------------------------------------------------
-    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def _read(self, sql: str, args: tuple = ()) -> builtins.list[tuple]:
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()

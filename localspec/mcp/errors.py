@@ -8,6 +8,16 @@ from localspec.tools.result import one_line
 _MAX = 300
 
 
+def lost_connection() -> tuple[type[BaseException], ...]:
+    """A connection that ended under the SDK: its streams (anyio's exceptions), the socket, or the HTTP transport.
+    (Imported when asked: the HTTP client is not loaded by commands that never start a server.)"""
+    import anyio
+    import httpx2
+
+    return (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError,
+            httpx2.NetworkError, httpx2.RemoteProtocolError)
+
+
 class ServerExited(Exception):
     """A stdio server's processes are gone while the session still uses it."""
 
@@ -34,6 +44,7 @@ def describe(exc: BaseException, stderr_tail: str = "") -> str:
 
 
 def _text(exc: BaseException) -> str:
+    import httpx2
     from mcp.shared.exceptions import MCPError
 
     if isinstance(exc, ServerExited):
@@ -48,15 +59,15 @@ def _text(exc: BaseException) -> str:
         return f"permission denied: {exc.filename or exc}"
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
-    if isinstance(exc, (TimeoutError,)):
+    if isinstance(exc, (TimeoutError, httpx2.TimeoutException)):
         return str(exc) or "timed out"
     name = type(exc).__name__
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if status is not None:
         return f"HTTP {status} from the server"
-    if "ConnectError" in name:
+    if isinstance(exc, httpx2.ConnectError):
         return f"cannot connect ({exc})" if str(exc) else "cannot connect"
-    if "Connection" in name or "EndOfStream" in name or "ClosedResource" in name or "BrokenResource" in name:
+    if isinstance(exc, lost_connection()):
         return "the connection to the server was lost"
     message = str(exc)
     return f"{name}: {message}" if message else name

@@ -263,13 +263,12 @@ def _connection_lost(exc: BaseException) -> bool:
     from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED
 
-    from .errors import leaf
+    from .errors import leaf, lost_connection
 
     exc = leaf(exc)
     if isinstance(exc, MCPError):
         return exc.code == CONNECTION_CLOSED
-    return isinstance(exc, (ConnectionError, EOFError, OSError)) or "ClosedResource" in type(exc).__name__ \
-        or "BrokenResource" in type(exc).__name__ or "EndOfStream" in type(exc).__name__
+    return isinstance(exc, (EOFError, OSError, *lost_connection()))
 
 
 def _default_log_dir() -> Path | None:

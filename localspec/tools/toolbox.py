@@ -265,7 +265,8 @@ def _plan_run_shell(tb: Toolbox, a: A.RunShellArgs) -> Action:
         except OSError as exc:
             raise ToolError(f"could not start /bin/sh: {exc.strerror or exc}") from None
         content = out.output.rstrip("\n") or "(no output)"
-        data = {"exit_code": out.exit_code, "timed_out": out.timed_out, "truncated_bytes": out.truncated_bytes}
+        data: dict[str, Any] = {"exit_code": out.exit_code, "timed_out": out.timed_out,
+                                "truncated_bytes": out.truncated_bytes}
         if out.survivors:
             data["survivors"] = list(out.survivors)
         if out.truncated_bytes:
