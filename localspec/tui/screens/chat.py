@@ -341,7 +341,7 @@ class ChatScreen(Screen):
 
     async def show_conversation(self) -> None:
         """Redraw the log from the session's history (a reopened or a deleted conversation) and restart the totals."""
-        from localspec.tui.history import show_history
+        from localspec.tui.replay import show_history
 
         self._cards.clear()
         self._current = None
