@@ -50,7 +50,9 @@ def test_shipped_catalog_is_valid_and_covers_the_families():
 
 
 def test_packaged_copy_is_byte_identical():
-    assert (ROOT / "localspec" / "data" / "models.toml").read_bytes() == (ROOT / "models.toml").read_bytes()
+    """models.toml is the source; the package data is built from it by copying (the wheel carries the copy)."""
+    assert (ROOT / "localspec" / "data" / "models.toml").read_bytes() == (ROOT / "models.toml").read_bytes(), \
+        "the packaged catalog is stale: cp models.toml localspec/data/models.toml"
 
 
 def test_source_checkout_reads_top_level_catalog(monkeypatch):
