@@ -7,7 +7,6 @@ deliberate UI change with `pytest tests/test_tui_snapshots.py --snapshot-update`
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ from tests.hub_server import catalog_toml
 from tests.tui_helpers import wait_for
 
 SIZE = (130, 38)
-FIXED_CONFIG = Path("/tmp/localspec-tui-snapshots/config.toml")  # shown on the settings screen: keep it fixed
 
 STATS = StatsView(generated=212, drafted=260, accepted=171, target_passes=89, acceptance_rate=171 / 260,
                   mean_accepted_length=212 / 89, tokens_per_second=41.7, estimated_speedup=1.92,
@@ -50,7 +48,7 @@ CALL_RUNS = [("target", '{"name": "'), ("schema", 'read_file", "arguments": {"pa
 
 
 @pytest.fixture
-def snap_env(home, tmp_path, monkeypatch, chat_pair):  # noqa: F811
+def snap_env(home, tmp_path, monkeypatch, chat_pair):
     from tests.hub_server import DRAFT_FILE, DRAFT_REPO, TARGET_FILE, TARGET_REPO
 
     target, draft = (p.read_bytes() for p in chat_pair)
@@ -59,18 +57,20 @@ def snap_env(home, tmp_path, monkeypatch, chat_pair):  # noqa: F811
                                  "larger": ((TARGET_REPO, "bigger-target.gguf", target * 3),
                                             (DRAFT_REPO, DRAFT_FILE, draft))}, "small"))
     monkeypatch.setenv("LOCALSPEC_CATALOG", str(cat))
-    # Fixed folders: the header shows the workspace and the help screen the data folders.
-    shutil.rmtree(FIXED_CONFIG.parent, ignore_errors=True)
-    FIXED_CONFIG.parent.mkdir(parents=True)
-    FIXED_CONFIG.write_text('approval = "ask"\n[sampling]\ntemperature = 0.2\nseed = 7\n')
-    monkeypatch.setenv("LOCALSPEC_HOME", str(FIXED_CONFIG.parent / "home"))
-    ws = FIXED_CONFIG.parent / "ws"
+    # The screens show folders under the home folder as ~/...: a home in this test's own tmp_path keeps the pictures
+    # the same from run to run (the header shows the workspace, help the data folders, settings the config file).
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "config.toml").write_text('approval = "ask"\n[sampling]\ntemperature = 0.2\nseed = 7\n')
+    monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
+    ws = tmp_path / "ws"
     ws.mkdir()
     return ws
 
 
-def make_app(chat_pair, workspace) -> LocalspecApp:  # noqa: F811
-    return LocalspecApp(AppOptions(flags=RunFlags(target=str(chat_pair[0]), draft=str(chat_pair[1]), max_tokens=8, ctx_size=8192), workspace=workspace, config_path=FIXED_CONFIG, record=False))
+def make_app(chat_pair, workspace) -> LocalspecApp:
+    return LocalspecApp(AppOptions(flags=RunFlags(target=str(chat_pair[0]), draft=str(chat_pair[1]), max_tokens=8,
+                                                  ctx_size=8192),
+                                   workspace=workspace, config_path=workspace.parent / "config.toml", record=False))
 
 
 async def settle(pilot) -> None:
@@ -100,23 +100,23 @@ async def fill_chat(pilot, origins: bool = False) -> None:
     await settle(pilot)
 
 
-def test_chat_screen(snap_compare, snap_env, chat_pair):  # noqa: F811
+def test_chat_screen(snap_compare, snap_env, chat_pair):
     assert snap_compare(make_app(chat_pair, snap_env), terminal_size=SIZE, run_before=fill_chat)
 
 
-def test_chat_screen_token_origins(snap_compare, snap_env, chat_pair):  # noqa: F811
+def test_chat_screen_token_origins(snap_compare, snap_env, chat_pair):
     async def run_before(pilot):
         await fill_chat(pilot, origins=True)
 
     assert snap_compare(make_app(chat_pair, snap_env), terminal_size=SIZE, run_before=run_before)
 
 
-def test_chat_screen_narrow(snap_compare, snap_env, chat_pair):  # noqa: F811
+def test_chat_screen_narrow(snap_compare, snap_env, chat_pair):
     """80x24: the panel folds into one line, the footer keeps F1, F2, F3 and Ctrl+Q, the header still fits."""
     assert snap_compare(make_app(chat_pair, snap_env), terminal_size=(80, 24), run_before=fill_chat)
 
 
-def test_help_screen(snap_compare, snap_env, chat_pair):  # noqa: F811
+def test_help_screen(snap_compare, snap_env, chat_pair):
     from localspec.tui.screens.help import HelpScreen
 
     async def run_before(pilot):
@@ -128,7 +128,7 @@ def test_help_screen(snap_compare, snap_env, chat_pair):  # noqa: F811
     assert snap_compare(make_app(chat_pair, snap_env), terminal_size=SIZE, run_before=run_before)
 
 
-def test_approval_modal(snap_compare, snap_env, chat_pair):  # noqa: F811
+def test_approval_modal(snap_compare, snap_env, chat_pair):
     request = ApprovalRequest(
         tool="edit_file", arguments={"path": "src/app.py", "old": "DEBUG = True", "new": "DEBUG = False"},
         cwd=Path("/home/user/project"), danger=Danger("medium", ("changes an existing file",)),
@@ -145,7 +145,7 @@ def test_approval_modal(snap_compare, snap_env, chat_pair):  # noqa: F811
     assert snap_compare(make_app(chat_pair, snap_env), terminal_size=SIZE, run_before=run_before)
 
 
-def test_models_screen(snap_compare, snap_env, chat_pair):  # noqa: F811
+def test_models_screen(snap_compare, snap_env, chat_pair):
     async def run_before(pilot):
         await settle(pilot)
         pilot.app.action_models()
@@ -154,7 +154,7 @@ def test_models_screen(snap_compare, snap_env, chat_pair):  # noqa: F811
     assert snap_compare(make_app(chat_pair, snap_env), terminal_size=SIZE, run_before=run_before)
 
 
-def test_settings_screen(snap_compare, snap_env, chat_pair):  # noqa: F811
+def test_settings_screen(snap_compare, snap_env, chat_pair):
     async def run_before(pilot):
         await settle(pilot)
         pilot.app.action_settings()

@@ -72,15 +72,17 @@ def _table(rows: list[tuple[str, str]], head: tuple[str, str]) -> str:
 
 def folders() -> list[tuple[str, str]]:
     from localspec.models.paths import get_paths
+    from localspec.tui.screens.chat import short_path
 
     p = get_paths()
     return [
-        ("settings", f"`{p.config_file}` (`localspec config show`; LOCALSPEC_<KEY> variables override it)"),
-        ("models", f"`{p.models_dir}` (downloads; `{p.registry_file.name}` lists what is installed)"),
-        ("conversations and history", f"`{p.data_dir}` (saved conversations, transcripts, the tool-call history "
-                                      "that history drafting learns from)"),
-        ("cache", f"`{p.cache_dir}`"),
-        ("logs", f"`{p.log_dir}`"),
+        ("settings", f"`{short_path(p.config_file)}` (`localspec config show`; LOCALSPEC_<KEY> variables override "
+                     "it)"),
+        ("models", f"`{short_path(p.models_dir)}` (downloads; `{p.registry_file.name}` lists what is installed)"),
+        ("conversations and history", f"`{short_path(p.data_dir)}` (saved conversations, with the tool calls that "
+                                      "history drafting learns from)"),
+        ("cache", f"`{short_path(p.cache_dir)}`"),
+        ("logs", f"`{short_path(p.log_dir)}` (LOCALSPEC_LOG=debug writes the debug log there)"),
         ("LOCALSPEC_HOME", "set it to keep all of these under one folder"),
     ]
 

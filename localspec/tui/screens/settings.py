@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Select, Static, Switch, TextArea
 
 from localspec.errors import LocalspecError
+from localspec.tui.screens.chat import short_path
 from localspec.models.config import TABLES, Settings, config_keys, load_config, save_config
 from localspec.speculative import registry
 
@@ -132,7 +133,7 @@ class SettingsScreen(Screen):
                 yield Input("" if session.max_tokens_override is None else str(session.max_tokens_override),
                             id="conv-max-tokens", placeholder=f"{session.options.max_tokens} (default)")
                 yield Label("most tokens per reply; raise it when replies stop at the token limit", classes="help")
-            yield Label(f"config.toml · {self._path()}", classes="heading")
+            yield Label(f"config.toml · {short_path(self._path())}", classes="heading")
             for key in config_keys():
                 with Horizontal(classes="setting"):
                     yield Label(key, classes="key")
