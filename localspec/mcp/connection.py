@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
 
+from localspec.private_files import open_append
+
 from .config import ServerConfig
 from .errors import ServerExited, describe
 from .loop import LoopThread
@@ -45,13 +47,14 @@ class ServerTool:
 
 class Connection:
     def __init__(self, config: ServerConfig, runner: LoopThread, *, log_dir: Path | None = None,
-                 on_state: StateListener | None = None) -> None:
+                 log_root: Path | None = None, on_state: StateListener | None = None) -> None:
         self.config = config
         self.runner = runner
         self.state = OFF if config.disabled else STOPPED
         self.error: str | None = None
         self.tools: list[ServerTool] = []
         self._log_dir = log_dir
+        self._log_root = log_root  # localspec's log folder above log_dir: created and tightened with it
         self.on_state = on_state
         self._client = None
         self._task: asyncio.Task | None = None
@@ -258,10 +261,9 @@ class Connection:
         self._close_log()
         log: IO[str] | None = None
         if self._log_dir is not None:
-            try:
-                self._log_dir.mkdir(parents=True, exist_ok=True)
+            try:  # private (0600 in a 0700 folder, never through a link): servers log what they were sent
                 self.log_path = self._log_dir / f"{self.name}.log"
-                log = open(self.log_path, "a+", encoding="utf-8", errors="replace")
+                log = open_append(self.log_path, within=self._log_root, readable=True)
             except OSError:
                 log, self.log_path = None, None
         if log is None:

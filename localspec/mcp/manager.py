@@ -63,6 +63,7 @@ class McpTools:
         self.on_notice = on_notice
         self._runner: LoopThread | None = None
         self._log_dir = log_dir if log_dir is not None else _default_log_dir()
+        self._log_root = self._log_dir.parent if log_dir is None and self._log_dir is not None else None
         self._lock = threading.RLock()
         self._conns = {s.name: None for s in config.servers}
         self._pending: list = []
@@ -81,7 +82,8 @@ class McpTools:
                 raise RuntimeError("McpTools is closed")
             for server in self.config.servers:
                 if self._conns.get(server.name) is None:
-                    conn = Connection(server, self._loop(), log_dir=self._log_dir, on_state=self._state_changed)
+                    conn = Connection(server, self._loop(), log_dir=self._log_dir, log_root=self._log_root,
+                                      on_state=self._state_changed)
                     self._conns[server.name] = conn
                     if not server.disabled:
                         self._pending.append(conn.start())
