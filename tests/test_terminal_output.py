@@ -204,6 +204,27 @@ def test_run_with_a_local_model_shows_its_output_escaped(env, hostile_model, ext
     assert "\\x1b]what" in out or "\\u001b]what" in out  # the model's ESC, shown
 
 
+def hostile_mcp_config(tmp_path: Path) -> Path:
+    """An MCP server whose tool descriptions (and an unusable schema's $ref) carry the control sequences."""
+    notes = tmp_path / "notes"
+    notes.mkdir(exist_ok=True)
+    server = ROOT / "tests" / "mcp" / "server.py"
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {"shady": {"command": sys.executable, "args": [
+        str(server), "--dir", str(notes), "--hostile-text"]}}}))
+    return cfg
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_tools_shows_mcp_descriptions_and_ref_text_escaped(env, tmp_path, json_output):
+    code, out = run_in_pty(["tools", "--mcp-config", str(hostile_mcp_config(tmp_path)),
+                            *(["--json"] if json_output else [])], env)
+    assert code == 0, out
+    assert_clean(out, markers=["REDTEXT", "OWNEDTITLE"] if not json_output else
+                 ["REDTEXT", "OWNEDTITLE", "CLICKME", "CSIONE", "CLEARED", "REVERSED"])
+    assert "broken_ref" in out  # the tool left out, its $ref quoted in the note: escaped too
+
+
 # ---- the app: its rendered bytes -----------------------------------------------------------------------------------
 
 def rendered(app) -> str:
@@ -272,3 +293,25 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
         await pilot.pause(0.5)
         assert isinstance(app.screen, ExportScreen)
         assert_clean(rendered(app), markers=["REDTEXT"])
+
+
+@pytest.mark.anyio
+async def test_the_apps_tools_screen_shows_mcp_text_escaped(tmp_path, monkeypatch):
+    from localspec.tui.app import LocalspecApp
+    from localspec.tui.options import AppOptions
+    from localspec.tui.screens.tools import ToolsScreen
+    from tests.tiny_gguf import write_tiny_llama
+
+    monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
+    target = write_tiny_llama(tmp_path / "t.gguf", n_ctx_train=8192)
+    app = LocalspecApp(AppOptions(target=str(target), workspace=tmp_path, max_tokens=4, n_ctx=8192,
+                                  mcp_config=hostile_mcp_config(tmp_path)))
+    async with app.run_test(size=(220, 60)) as pilot:
+        for _ in range(600):
+            if app.session.loaded and "shiny" in app.session.toolbox.names():
+                break
+            await pilot.pause(0.05)
+        app.action_tools()
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, ToolsScreen)
+        assert_clean(rendered(app), markers=["REDTEXT", "OWNEDTITLE"])  # the description column and the notice
