@@ -206,6 +206,12 @@ SPELLINGS = [
     "git -c core.fsmonitor=./x status", "git -c core.pager=x log", "git -c alias.x=!sh x",
     "git --config-env=core.pager=EVIL log",
     "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=x git status",
+    """GIT_CONFIG_PARAMETERS="'core.pager'='sh -c id'" git log""", "git clone --template=/tmp/t url",
+    "git clone -c core.fsmonitor=x url", "git clone --config core.sshCommand=x url",
+    "install -D x .git/hooks/pre-commit", "rsync -a hooks/ .git/hooks/", "dd if=x of=.git/hooks/pre-commit",
+    "cat > .git/hooks/pre-commit <<EOF\nx\nEOF", "printf x | sponge .git/hooks/x", "busybox cp x .git/hooks/y",
+    "find . -name x -exec cp {} .git/hooks/ \\;", "xargs cp -t/root/.ssh < list", "cp -r hooks .git",
+    "git config --global --add safe.directory '*'",
     # the same through a wrapper or a nested shell
     "sh -c 'cp -t/root/.ssh k'", "env cp hook.sh .git/hooks/pre-commit", "bash -c 'git config core.pager x'",
     "sudo -u me make -C/etc", "timeout 5 sort -o/root/.bashrc x",
@@ -235,7 +241,8 @@ def test_every_spelling_is_never_remembered(ws, command):
     "make -C sub", "make -C ./sub/dir", "tar -xf a.tar", "tar -C sub -xf a.tar", "unzip -d out a.zip",
     "sort -o out.txt x", "cp a b", "cp -t sub a", "cp -r src dst", "gcc -Isrc/include -o build/x main.c",
     "cat .git/config", "ls .git/hooks", "grep -r x .gitignore", "cp .gitignore x.txt", "touch .github/ci.yml",
-    "echo hi > notes.txt", "curl -o out.html https://example.com", "cd sub && cp a b",
+    "echo hi > notes.txt", "curl -o out.html https://example.com", "cd sub && cp a b", "git clone url",
+    "git clone -c user.name=x url", "echo ok > .gitignore", "git init",
 ])
 def test_ordinary_spellings_are_not_high(ws, command):
     (ws / "sub").mkdir(exist_ok=True)

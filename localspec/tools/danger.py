@@ -80,9 +80,12 @@ _NETWORK = {"curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "rsync
 _DISK = {"dd", "mkfs", "mke2fs", "fdisk", "sfdisk", "parted", "wipefs", "shred", "mkswap", "swapoff"}
 _POWER = {"shutdown", "reboot", "halt", "poweroff"}
 _WRITERS = {"rm", "rmdir", "mv", "cp", "tee", "truncate", "ln", "chmod", "chown", "chgrp", "touch",
-            "mkdir", "install", "rsync", "dd", "shred", "unlink"}
+            "mkdir", "install", "rsync", "dd", "shred", "unlink", "sponge", "mkfifo", "setfacl", "chattr"}
 _INSTALLERS = {"pip", "pip3", "npm", "pnpm", "yarn", "apt", "apt-get", "brew", "gem", "cargo", "go",
                "conda", "uv", "bun", "dnf", "yum", "apk", "pacman"}
+
+
+_CONFIG_KEY = re.compile(r"[A-Za-z][\w-]*(?:\.[^\s'\"=]+)+")
 
 
 def _f(*names: str) -> frozenset[str]:
@@ -328,14 +331,25 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
     if prog == "git" and any(a in ("-c", "--config-env", "--exec-path") or a.startswith(("--config-env=", "--exec-path="))
                              for a in before_sub):
         r.add(MEDIUM, "sets git configuration for this run (-c), which can make git run other programs")
+    if prog == "git" and positional and positional[0] in ("clone", "init", "submodule"):
+        sub_args = args[args.index(positional[0]) + 1:]
+        if any(a.startswith("--temp") for a in sub_args):  # --template: hooks copied into the new repository
+            r.add(HIGH, "copies hooks from a template folder into the new repository (--template)")
+        settings = read(sub_args, Syntax("c", frozenset({"--config"}))).values("-c", "--config")
+        risky_setting = next((v for v in settings if runs_program(v.partition("=")[0], v.partition("=")[2] or None)),
+                             None)
+        if risky_setting:
+            r.add(HIGH, f"sets git configuration that runs a program in the new repository ({risky_setting[:80]})")
     if prog == "git":
         _rate_git_config(args, root, r)
         inline = inline_runs(args)
         if inline:
             r.add(HIGH, f"sets git configuration that runs a program for this run ({inline})")
-    keys = [v for w in cmd.words if _ASSIGNMENT.match(w)
-            for name, v in [w.split("=", 1)] if name.startswith("GIT_CONFIG_KEY") or name == "GIT_CONFIG_PARAMETERS"]
-    key = next((k for k in keys if runs_program(k.strip("'\" ").split("=", 1)[0], None)), None)
+    # GIT_CONFIG_KEY_n=core.pager, GIT_CONFIG_PARAMETERS="'core.pager'='sh -c id'": every dotted name in them.
+    keys = [k for w in cmd.words if _ASSIGNMENT.match(w)
+            for name, v in [w.split("=", 1)] if name.startswith("GIT_CONFIG_KEY") or name == "GIT_CONFIG_PARAMETERS"
+            for k in _CONFIG_KEY.findall(v)]
+    key = next((k for k in keys if runs_program(k, None)), None)
     if key:
         r.add(HIGH, f"sets git configuration that runs a program ({key.strip()[:80]})")
     injected = [w.split("=", 1)[0] for w in cmd.words if _ASSIGNMENT.match(w)]
@@ -439,10 +453,12 @@ def _runs_later(place: str, root: str) -> str:
     if not path:
         return ""
     full = os.path.normpath(path if os.path.isabs(path) else os.path.join(root, path))
-    try:
-        real = os.path.realpath(full)
-    except (OSError, ValueError):
-        real = full
+    real = full
+    if len(full) < 4096:  # PATH_MAX: a longer path cannot be opened, and resolving it costs time per component
+        try:
+            real = os.path.realpath(full)  # a symlink in the workspace to .git/hooks is .git/hooks
+        except (OSError, ValueError):
+            pass
     for candidate in dict.fromkeys((full, real)):
         parts = candidate.split(os.sep)
         for i, part in enumerate(parts):
