@@ -234,3 +234,17 @@ def test_config_writes_replace_a_link_never_its_target(home, tmp_path):
     cfg.symlink_to(victim)
     set_config_value("theme", "textual-dark")
     assert victim.read_text() == "# mine\n" and not cfg.is_symlink()
+
+
+def test_a_fresh_install_is_private_whatever_creates_the_data_folder_first(home, capsys):
+    """Pulling a model before any conversation: the data folder is created 0700, so opening the store later has
+    nothing to tighten and says nothing."""
+    from localspec.models.paths import get_paths
+    from localspec.models.registry import update_registry
+
+    with update_registry(get_paths().registry_file):
+        pass
+    assert mode(home / "data") == 0o700 and mode(home / "data" / "registry.json") == 0o600
+    before = len(private_files.tightened())
+    seed(home)
+    assert len(private_files.tightened()) == before and "could be read" not in capsys.readouterr().err
