@@ -250,6 +250,7 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
     from localspec.tui.app import LocalspecApp
     from localspec.tui.messages import TurnUpdate
     from localspec.tui.options import AppOptions
+    from localspec.launch.flags import RunFlags
     from localspec.tui.screens.export import ExportScreen
     from localspec.tui.screens.sessions import SessionsScreen
     from localspec.tui.turn import TextChunk, TurnNotice
@@ -259,7 +260,8 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
     monkeypatch.setenv("LOCALSPEC_HOME", str(home))
     cid = seed(home)
     target = write_tiny_llama(tmp_path / "t.gguf", n_ctx_train=8192)
-    app = LocalspecApp(AppOptions(target=str(target), workspace=tmp_path, max_tokens=4, n_ctx=8192, resume=cid))
+    app = LocalspecApp(AppOptions(flags=RunFlags(target=str(target), max_tokens=4, ctx_size=8192), workspace=tmp_path,
+                                  resume=cid))
     async with app.run_test(size=(160, 200)) as pilot:
         for _ in range(300):
             if app.session.loaded and app.screen is app.chat:
@@ -299,12 +301,13 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
 async def test_the_apps_tools_screen_shows_mcp_text_escaped(tmp_path, monkeypatch):
     from localspec.tui.app import LocalspecApp
     from localspec.tui.options import AppOptions
+    from localspec.launch.flags import RunFlags
     from localspec.tui.screens.tools import ToolsScreen
     from tests.tiny_gguf import write_tiny_llama
 
     monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
     target = write_tiny_llama(tmp_path / "t.gguf", n_ctx_train=8192)
-    app = LocalspecApp(AppOptions(target=str(target), workspace=tmp_path, max_tokens=4, n_ctx=8192,
+    app = LocalspecApp(AppOptions(flags=RunFlags(target=str(target), max_tokens=4, ctx_size=8192), workspace=tmp_path,
                                   mcp_config=hostile_mcp_config(tmp_path)))
     async with app.run_test(size=(220, 60)) as pilot:
         for _ in range(600):
