@@ -17,6 +17,7 @@ from typing import Mapping
 
 from localspec.constants import ENV_LOG
 from localspec.models.paths import get_paths
+from localspec.private_files import open_append
 
 FILE_NAME = "localspec.log"
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
@@ -60,8 +61,4 @@ def configure(env: Mapping[str, str] | None = None) -> Path | None:
 
 
 def _open_private(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path.parent, 0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    os.fchmod(fd, 0o600)  # an older file made with looser permissions
-    return os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+    return open_append(path, within=path.parent)  # 0600 in a 0700 folder, never through a link (private_files.py)

@@ -122,5 +122,7 @@ def open_from_args(args: argparse.Namespace, config=None, *, warn: bool = True, 
         history = call_history()
     opened = open_engine(config, history=history)
     if opened.warning and warn:
-        print(f"warning: {opened.warning}", file=sys.stderr)
+        from localspec.terminal import safe_text
+
+        print(f"warning: {safe_text(opened.warning, 2000)}", file=sys.stderr)  # it names a file: escaped
     return opened

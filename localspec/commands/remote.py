@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -35,7 +34,8 @@ def _check(args) -> None:
 def cmd_remote_run(args) -> int:
     from localspec.remote.backend import RemoteBackend, RemoteDone, RemoteTextDelta, RemoteToolCall
     from localspec.remote.stats import summary
-    from localspec.tools.display import ARGUMENT_CHARS, safe_text
+    from localspec.terminal import display_text, safe_json, safe_text
+    from localspec.tools.display import ARGUMENT_CHARS
 
     _check(args)
     key = args.api_key or os.environ.get(ENV_REMOTE_API_KEY) or os.environ.get(ENV_OPENAI_API_KEY)
@@ -45,15 +45,15 @@ def cmd_remote_run(args) -> int:
     messages = [{"role": "user", "content": args.prompt}]
     if args.json:
         done = backend.complete(messages, **kw)
-        print(json.dumps({"text": done.content, "finish_reason": done.finish_reason, "usage": done.usage,
+        print(safe_json({"text": done.content, "finish_reason": done.finish_reason, "usage": done.usage,
                           "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in done.tool_calls],
                           "stats": done.stats, "backend": "openai", "base_url": backend.base_url,
-                          "model": backend.model}))
+                          "model": backend.model}, ensure_ascii=True))
         return 0
     done = None
     for ev in backend.stream(messages, **kw):
         if isinstance(ev, RemoteTextDelta):
-            sys.stdout.write(ev.text)
+            sys.stdout.write(display_text(ev.text))  # a server's text: OSC 52, OSC 8, ESC [2J shown, not run
             sys.stdout.flush()
         elif isinstance(ev, RemoteToolCall):
             # A server's text is untrusted: terminal escapes in a name or argument are shown, not run.
@@ -62,5 +62,5 @@ def cmd_remote_run(args) -> int:
             done = ev
     sys.stdout.write("\n")
     sys.stdout.flush()
-    print(f"[{summary(done.stats if done else None, backend.base_url)}]", file=sys.stderr)
+    print(f"[{safe_text(summary(done.stats if done else None, backend.base_url), 2000)}]", file=sys.stderr)
     return 0

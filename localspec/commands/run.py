@@ -6,12 +6,12 @@ With --tools the agent loop runs instead (commands/agent_run.py); with --backend
 
 from __future__ import annotations
 
-import json
 import sys
 
 from localspec.commands.agent_run import add_agent_args, cmd_agent_run
 from localspec.commands.helpers import add_generation_args, add_model_args, add_thinking_args, open_from_args
 from localspec.commands.reasoning_output import ReasoningPrinter
+from localspec.terminal import safe_json
 from localspec.commands.remote import add_remote_args, cmd_remote_run
 
 
@@ -71,8 +71,9 @@ def cmd_run(args) -> int:
     if args.json:
         gen = engine.generate(tokens, params)
         reasoning, text = think.split(gen.text, opened=state == think.OPEN_STATE) if splitter else ("", gen.text)
-        print(json.dumps({"text": text, "reasoning": reasoning, "stats": gen.stats.to_dict(),
-                          "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None}))
+        print(safe_json({"text": text, "reasoning": reasoning, "stats": gen.stats.to_dict(),
+                         "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None},
+                        ensure_ascii=True))
         return 0
     show = getattr(args, "reasoning", "show") == "show"
     printer = ReasoningPrinter(show)

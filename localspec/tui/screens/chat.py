@@ -31,6 +31,7 @@ from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.tui.widgets.reasoning import ReasoningBlock
 from localspec.tui.widgets.stats import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
+from localspec.tui.shown import line, note
 
 
 WIDE_COLUMNS = 100  # narrower: the panel folds into one line and the footer keeps only the main keys
@@ -129,7 +130,7 @@ class ChatScreen(Screen):
         folder = session.options.workspace.name if self.narrow else short_path(session.options.workspace)
         text = (f"{folder} · tools {'on' if tools else 'off'} · approval {session.toolbox.policy.mode} ")
         for bar in self.query("#where").results(Static):
-            bar.update(text)
+            bar.update(line(text))  # a folder name can hold escapes or markup
 
     # -- status and bindings --------------------------------------------------------------------------------------
     @property
@@ -142,7 +143,7 @@ class ChatScreen(Screen):
         info = self.app.session.info
         pair = info.label if info else "no model"
         for bar in self.query("#topbar").results(Static):  # none yet before the screen is composed
-            bar.update(f" localspec · {pair} · {status}")
+            bar.update(line(f" localspec · {pair} · {status}"))  # the pair's label comes from file names
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "cancel":
@@ -329,13 +330,13 @@ class ChatScreen(Screen):
         try:
             conv = session.conversations.get(session.conversation_id, turns=True)
         except ConversationError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(note(exc), severity="error", markup=False)
             return
 
         def exported(path: Path | None) -> None:
             if path is not None:
                 self.app.last_transcript = path
-                self.notify(f"exported to {path}", timeout=8)
+                self.notify(note(f"exported to {path}"), timeout=8, markup=False)
 
         self.app.push_screen(ExportScreen(conv), exported)
 
