@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Generator, Iterator, Sequence
 
 import numpy as np
 
@@ -49,6 +49,25 @@ class Generation:
     events: list[TokenEvent] = field(default_factory=list)
 
 
+class TokenStream(Iterator[TokenEvent]):
+    """What SpecEngine.stream returns: the generation's events as they are verified, and its own statistics (filled
+    in as it runs, complete once it ends or is closed)."""
+
+    def __init__(self, events: Generator[TokenEvent, None, None], stats: Stats):
+        self._events = events
+        self.stats = stats
+
+    def __iter__(self) -> "TokenStream":
+        return self
+
+    def __next__(self) -> TokenEvent:
+        return next(self._events)
+
+    def close(self) -> None:
+        """Stop early; the engine's bookkeeping (statistics, totals) runs now."""
+        self._events.close()
+
+
 class _Run:
     """One generation's state: what the emit helper and the speculative step share."""
 
@@ -78,23 +97,23 @@ class SpecEngine:
     # -- public API -------------------------------------------------------------------------------------------
     def generate(self, prompt: Sequence[int], params: GenParams = GenParams(), *, constraint: Constraint | None = None,
                  cancel: threading.Event | None = None) -> Generation:
-        run = _Run(prompt, params, constraint, TextStream(self.target.model.token_bytes, params.stop))
-        events = list(self._stream(run, prompt, params, constraint, cancel))
+        tokens = self.stream(prompt, params, constraint=constraint, cancel=cancel)
+        events = list(tokens)
         # This run's own statistics (never whatever last_stats names by then: it is None before any generation).
         return Generation("".join(e.text for e in events), [e.token for e in events], [e.origin for e in events],
-                          run.stats, events)
+                          tokens.stats, events)
 
     def stream(self, prompt: Sequence[int], params: GenParams = GenParams(), *, constraint: Constraint | None = None,
-               cancel: threading.Event | None = None) -> Iterator[TokenEvent]:
+               cancel: threading.Event | None = None) -> "TokenStream":
         """Yield emitted tokens as they are verified; statistics land in `last_stats` (and `totals`) at the end.
 
         Each step emits the target's own token, drafts after it, verifies the draft in one pass and emits the
         accepted drafts; the target's token after them starts the next step."""
         run = _Run(prompt, params, constraint, TextStream(self.target.model.token_bytes, params.stop))
-        return self._stream(run, prompt, params, constraint, cancel)
+        return TokenStream(self._stream(run, prompt, params, constraint, cancel), run.stats)
 
     def _stream(self, run: _Run, prompt: Sequence[int], params: GenParams, constraint: Constraint | None,
-                cancel: threading.Event | None) -> Iterator[TokenEvent]:
+                cancel: threading.Event | None) -> Generator[TokenEvent, None, None]:
         stats = run.stats
         self.last_stats = stats
         t_start = time.perf_counter()
