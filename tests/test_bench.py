@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import subprocess
@@ -75,6 +77,7 @@ def test_bench_errors(tmp_path, smollm2):
     assert out.returncode == 1 and "unknown config" in out.stderr
 
 
+@pytest.mark.slow  # whole benchmark runs
 def test_baseline_is_target_only_even_with_a_draft(tiny_pair_paths):
     target, draft = tiny_pair_paths
     out = _bench(str(MULTI), "--target", str(target), "--draft", str(draft), "--configs", "baseline,model",
@@ -85,6 +88,7 @@ def test_baseline_is_target_only_even_with_a_draft(tiny_pair_paths):
     assert res["model"]["acceptance_rate"] > 0.0
 
 
+@pytest.mark.slow  # whole benchmark runs
 def test_configs_take_turns_and_run_as_if_alone(tiny_pair_paths, home):
     """run_bench interleaves configs case by case; each keeps its own cache state and call history, so every
     config gives the same outputs as when it runs on its own."""
@@ -105,6 +109,7 @@ def test_configs_take_turns_and_run_as_if_alone(tiny_pair_paths, home):
     assert res["configs"]["model"]["drafted"] > 0
 
 
+@pytest.mark.slow  # whole benchmark runs
 def test_oracle_ceiling_drafts_baseline_answer(tiny_pair_paths):
     """benchmarks/oracle_ceiling.py: the oracle drafts baseline's own answer, so on exact (F32) weights it gives the
     same outputs and needs one verify pass per 64 tokens after the first pick."""

@@ -24,7 +24,7 @@ PLAIN_TEMPLATE = ("{% for m in messages %}{{ m.role | upper }}: {{ m.content }}\
 # ---- the demo pair ---------------------------------------------------------------------------------------------
 
 @needs_demo
-def test_models_lists_the_demo_pair(home, capsys):  # noqa: F811
+def test_models_lists_the_demo_pair(home, capsys):
     assert run("models") == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.split()[:1] == [DEMO] or x[2:].startswith(DEMO))
@@ -36,7 +36,7 @@ def test_models_lists_the_demo_pair(home, capsys):  # noqa: F811
 
 
 @needs_demo
-def test_run_pair_demo_and_demo_as_default(home, capsys):  # noqa: F811
+def test_run_pair_demo_and_demo_as_default(home, capsys, demo_model):
     assert run("run", "Say hi", "--pair", DEMO, "--max-tokens", "4", "--json") == 0
     out = json.loads(capsys.readouterr().out)
     assert out["target"] == str(demo_model_path()) and out["draft"] is None
@@ -52,7 +52,7 @@ def test_run_pair_demo_and_demo_as_default(home, capsys):  # noqa: F811
     assert json.loads(capsys.readouterr().out)["target"] == str(demo_model_path())
 
 
-def test_demo_is_a_reserved_pair_name(home, tiny_pair_paths, capsys):  # noqa: F811
+def test_demo_is_a_reserved_pair_name(home, tiny_pair_paths, capsys):
     assert run("add", DEMO, "--target", tiny_pair_paths[0]) == 1
     assert "reserved" in capsys.readouterr().err
 
@@ -76,7 +76,7 @@ def app_sampling(tmp_path):
 
 
 @pytest.mark.parametrize("written", [{}, {"sampling.temperature": "0.6", "sampling.top_k": "7"}])
-def test_run_the_app_and_config_show_use_the_same_defaults(home, tmp_path, capsys, written):  # noqa: F811
+def test_run_the_app_and_config_show_use_the_same_defaults(home, tmp_path, capsys, written):
     for key, value in written.items():
         set_config_value(key, value)
     capsys.readouterr()
@@ -93,7 +93,7 @@ def test_run_the_app_and_config_show_use_the_same_defaults(home, tmp_path, capsy
     assert run_config("--temperature", "0.3").params.sampling.temperature == 0.3  # a flag still wins
 
 
-def test_thinking_defaults_to_config_and_flags_win(home, tmp_path):  # noqa: F811
+def test_thinking_defaults_to_config_and_flags_win(home, tmp_path):
     """One default for reasoning models: config.toml's reasoning.thinking, for `run` and the app alike."""
     from localspec.tui.options import AppOptions
     from localspec.tui.session import ChatSession
@@ -114,7 +114,7 @@ def no_template(tmp_path_factory):
     return write_tiny_llama(tmp_path_factory.mktemp("nt") / "no-template.gguf", chat_template=None)
 
 
-def test_a_gguf_without_a_template_warns_and_a_file_replaces_it(home, no_template, tmp_path,  # noqa: F811
+def test_a_gguf_without_a_template_warns_and_a_file_replaces_it(home, no_template, tmp_path,
                                                                 capsys):
     assert run("run", "hi", "--target", no_template, "--max-tokens", "2", "--json") == 0
     captured = capsys.readouterr()
@@ -143,7 +143,7 @@ def test_a_gguf_without_a_template_warns_and_a_file_replaces_it(home, no_templat
     assert "warning" not in capsys.readouterr().err
 
 
-def test_a_bad_template_file_is_one_line(home, no_template, tmp_path, capsys):  # noqa: F811
+def test_a_bad_template_file_is_one_line(home, no_template, tmp_path, capsys):
     bad = tmp_path / "bad.jinja"
     bad.write_text("{% for m in messages %}{{ m.content }")
     for path, words in ((tmp_path / "missing.jinja", "file not found"), (bad, "syntax error")):
@@ -152,14 +152,14 @@ def test_a_bad_template_file_is_one_line(home, no_template, tmp_path, capsys):  
         assert err.startswith("error: ") and words in err and len(err.strip().splitlines()) == 1
 
 
-def test_serve_takes_chat_template_too(home, no_template, tmp_path, capsys):  # noqa: F811
+def test_serve_takes_chat_template_too(home, no_template, tmp_path, capsys):
     pytest.importorskip("fastapi")
     assert run("serve", "--target", no_template, "--chat-template", tmp_path / "missing.jinja") == 1
     err = capsys.readouterr().err
     assert err.startswith("error: chat template") and "file not found" in err
 
 
-def test_app_shows_the_fallback_warning(home, no_template, tmp_path):  # noqa: F811
+def test_app_shows_the_fallback_warning(home, no_template, tmp_path):
     from localspec.models.resolve import resolve_selection
     from localspec.tui.options import AppOptions
     from localspec.tui.session import ChatSession

@@ -83,6 +83,7 @@ def test_raw_skips_chat_template(tiny_pair_paths):
 
 
 # -- streaming mode ----------------------------------------------------------------------------------------------
+@pytest.mark.slow  # the CLI in subprocesses
 def test_streaming_prints_text_and_one_line_summary(pair_args, spec_json):
     proc = localspec("run", "hello world", *pair_args)
     assert proc.returncode == 0, proc.stderr
@@ -124,6 +125,7 @@ def bad_files(tiny_pair_paths, tmp_path_factory) -> dict[str, Path]:
     return {"missing": d / "missing.gguf", "not_gguf": d / "notes.gguf", "truncated": d / "truncated.gguf"}
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 @pytest.mark.parametrize("kind", ["missing", "not_gguf", "truncated"])
 @pytest.mark.parametrize("role", ["target", "draft"])
 def test_bad_model_file(kind, role, bad_files, tiny_pair_paths):
@@ -133,11 +135,13 @@ def test_bad_model_file(kind, role, bad_files, tiny_pair_paths):
     assert_one_line_error(proc, bad.name)
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_incompatible_draft_names_the_token(tiny_pair_paths, tiny_other_vocab):
     proc = localspec("run", "hi", "--target", tiny_pair_paths[0], "--draft", tiny_other_vocab, "--max-tokens", 2)
     assert_one_line_error(proc, "token")
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_draft_and_no_draft_contradict(tiny_pair_paths):
     target, draft = tiny_pair_paths
     proc = localspec("run", "hi", "--target", target, "--draft", draft, "--no-draft", "--max-tokens", 2)
@@ -159,12 +163,14 @@ def test_draft_and_no_draft_contradict(tiny_pair_paths):
     ("--threads", "-3"),
     ("--ctx-size", "-5"),
 ])
+@pytest.mark.slow  # the CLI in subprocesses
 def test_bad_numbers(flag, value, tiny_pair_paths):
     proc = localspec("run", "hello world", "--target", tiny_pair_paths[0], "--no-draft", "--max-tokens", 2,
                      "--temperature", 1, flag, value)
     assert_one_line_error(proc, flag)
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_tiny_context_never_aborts(tiny_pair_paths):
     # A context smaller than the prompt and than n_batch: llama.cpp clamps n_batch to it; either the run works
     # (the cache is padded) or it is a one-line error, but never a GGML_ASSERT abort.

@@ -121,6 +121,7 @@ def _cli(*args):
                           timeout=300)
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_run_json_has_reasoning_and_show_hide(models):
     target = str(models["qwen3"])
     out = _cli("hi", "--target", target, "--no-draft", "--json")

@@ -14,7 +14,7 @@ from tests.scripted_gguf import write_scripted_gguf
 from tests.test_reasoning_e2e import QWEN3_ANSWER
 from tests.tui_helpers import messages, ready, send, wait_for, write_config
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # the app driven end to end (Pilot, real llama.cpp)
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def test_titles():
     assert reasoning_title(42, 2.0, True) == "Thought for 2.0 s · 42 tokens · 21.0 tok/s"
 
 
-async def test_reasoning_block_folds_when_the_answer_starts(tmp_path, home):  # noqa: F811
+async def test_reasoning_block_folds_when_the_answer_starts(tmp_path, home):
     write_config(home, "[sampling]\ntemperature = 0.0\n")
     model = write_scripted_gguf(tmp_path / "qwen3.gguf", "qwen3", QWEN3_ANSWER)
     ws = tmp_path / "ws"

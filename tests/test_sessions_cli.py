@@ -40,6 +40,7 @@ def ok(proc):
     return proc
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_run_tools_is_saved_and_listed_with_its_messages(tiny_target, workspace, tmp_path):
     home = tmp_path / "home"
     run = ok(localspec("run", "list the files", "--target", tiny_target, *AGENT_ARGS, "--approve", "auto",
@@ -64,6 +65,7 @@ def test_run_tools_is_saved_and_listed_with_its_messages(tiny_target, workspace,
     assert "saved as " in streamed.stderr
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_run_tools_carries_on_a_saved_conversation(tiny_target, workspace, tmp_path):
     home = tmp_path / "home"
     common = ("--target", tiny_target, *AGENT_ARGS, "--approve", "never", "--json")
@@ -85,6 +87,7 @@ def test_run_tools_carries_on_a_saved_conversation(tiny_target, workspace, tmp_p
     assert listed[0]["messages"][len(after["messages"])] == {"role": "user", "content": "once more"}
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_no_transcript_saves_nothing(tiny_target, workspace, tmp_path):
     home = tmp_path / "home"
     run = ok(localspec("run", "list the files", "--target", tiny_target, *AGENT_ARGS, "--approve", "never",
@@ -108,6 +111,7 @@ def test_list_is_newest_first_and_searchable(tmp_path):
     assert empty.stdout == "" and "no saved conversations" in empty.stderr
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_export_rename_delete(tmp_path):
     home = tmp_path / "home"
     (cid,) = seed(home, "Explain the build")
@@ -146,12 +150,14 @@ def test_export_rename_delete(tmp_path):
     (("run", ""), "the prompt is empty"),
     (("run", "  \n "), "the prompt is empty"),
 ])
+@pytest.mark.slow  # the CLI in subprocesses
 def test_bad_input_is_one_line(argv, needle, tmp_path):
     proc = localspec(*argv, home=tmp_path / "home")
     assert proc.returncode == 1 and needle in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_a_corrupt_store_is_one_line(tmp_path):
     home = tmp_path / "home"
     db(home).parent.mkdir(parents=True, mode=0o700)

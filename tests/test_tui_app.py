@@ -28,6 +28,7 @@ from tests.tui_helpers import (GREEDY, MODEL_ONLY, SIZE, StallMonitor, assert_no
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_prompt_streams_text_and_live_stats_without_blocking_the_ui(chat_pair, workspace, home,
                                                                            record_property):
     write_config(home, MODEL_ONLY)
@@ -75,6 +76,7 @@ async def test_prompt_streams_text_and_live_stats_without_blocking_the_ui(chat_p
         await assert_no_stall(pilot, app, monitor.worst, idle)
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_escape_cancels_mid_generation_and_keeps_the_text(chat_pair, workspace, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace, max_tokens=4000)
@@ -112,6 +114,7 @@ async def test_engine_errors_show_as_a_message(chat_pair, workspace, home, tmp_p
         assert errors and "does not fit" in errors[-1].text
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_a_model_that_fails_to_load_is_reported_in_the_chat(workspace, home, tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\0" * 64)  # right magic, no usable content
@@ -138,6 +141,7 @@ async def answer_approval(pilot, key: str) -> ApprovalScreen:
     return modal
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_tool_call_approve_then_deny_always(chat_pair, workspace, home):
     """The tiny model is made to call run_shell (tool_choice); the modal shows the request; 'y' runs it, 'd' refuses
     it and remembers, so the next identical call is refused without asking."""
@@ -181,6 +185,7 @@ async def test_tool_call_approve_then_deny_always(chat_pair, workspace, home):
         assert card.status == "failed" and "deny always" in card.result
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_unanswered_approval_is_a_denial(chat_pair, workspace, home):
     """Escape denies; cancelling the turn while the modal is open closes it and denies."""
     write_config(home, GREEDY)
@@ -203,6 +208,7 @@ async def test_unanswered_approval_is_a_denial(chat_pair, workspace, home):
         assert card.status == "failed"
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_write_approval_shows_the_diff_and_allows_once(chat_pair, workspace, home):
     """A write through the app's approver (as the agent's worker thread calls it): the modal shows the diff, 'y'
     lets the Toolbox write the file, and 'allow once' is not remembered."""
@@ -227,6 +233,7 @@ async def test_write_approval_shows_the_diff_and_allows_once(chat_pair, workspac
 
 # ---- models, settings, palette ----------------------------------------------------------------------------------
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_switch_pair_from_the_models_screen_keeps_the_conversation(chat_pair, workspace, home):
     from localspec.models.install import add_pair
 
@@ -272,6 +279,7 @@ async def test_first_run_without_models_lands_on_the_models_screen(workspace, ho
         await wait_for(pilot, lambda: app.screen is app.chat, 5, "the chat")
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_download_a_pair_with_progress_then_use_it(tiny_hub, workspace):
     app = LocalspecApp(AppOptions(flags=RunFlags(max_tokens=5), workspace=workspace))
     async with app.run_test(size=SIZE) as pilot:
@@ -293,7 +301,8 @@ async def test_download_a_pair_with_progress_then_use_it(tiny_hub, workspace):
         assert app.screen is app.chat
 
 
-async def test_download_can_be_cancelled(hub, home, workspace, tmp_path, monkeypatch):  # noqa: F811
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
+async def test_download_can_be_cancelled(hub, home, workspace, tmp_path, monkeypatch):
     big = b"GGUF" + os.urandom(48 << 20)
     hub.add_file("test-org/big-GGUF", "big.gguf", big)
     hub.add_file("test-org/big-GGUF", "big-draft.gguf", big[:1 << 20])
@@ -317,6 +326,7 @@ async def test_download_can_be_cancelled(hub, home, workspace, tmp_path, monkeyp
         assert not list((home / "data" / "models").rglob("big.gguf"))  # only a resumable .part, if anything
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_settings_screen_validates_and_saves(chat_pair, workspace, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace)
@@ -341,6 +351,7 @@ async def test_settings_screen_validates_and_saves(chat_pair, workspace, home):
         assert app.session.toolbox.policy.mode == "read-only"  # applied at once
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_copy_save_transcript_origins_and_palette(chat_pair, workspace, home):
     write_config(home, MODEL_ONLY)
     app = make_app(chat_pair, workspace, max_tokens=60)

@@ -16,7 +16,8 @@ from localspec.launch.flags import RunFlags
 from localspec.tui.screens.models import ModelsScreen
 from tests.tui_helpers import SIZE, plain, wait_for
 
-pytestmark = [pytest.mark.anyio,
+pytestmark = [pytest.mark.slow,  # the app driven end to end (Pilot, real llama.cpp)
+              pytest.mark.anyio,
               pytest.mark.skipif(demo_model_path() is None, reason="needs the packaged demo model (localspec[demo])")]
 
 
@@ -35,7 +36,7 @@ def row_of(screen, name: str) -> list:
     return screen.query_one("#pairs").get_row(name)
 
 
-async def test_first_run_explains_itself_and_leaving_it_picks_the_demo(home, tmp_path):  # noqa: F811
+async def test_first_run_explains_itself_and_leaving_it_picks_the_demo(home, tmp_path, demo_model):
     app = app_in(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ModelsScreen), 10, "the first-run screen")
@@ -60,7 +61,7 @@ async def test_first_run_explains_itself_and_leaving_it_picks_the_demo(home, tmp
         assert "demo" in plain(app.chat.query_one("#topbar"))
 
 
-async def test_s_sets_the_demo_as_default_and_use_remembers_the_pick(tiny_hub, tmp_path):  # noqa: F811
+async def test_s_sets_the_demo_as_default_and_use_remembers_the_pick(tiny_hub, tmp_path, demo_model):
     from localspec.models.install import pull_pair
 
     pull_pair("tiny")
@@ -87,7 +88,7 @@ def closed_port() -> int:
         return s.getsockname()[1]  # nothing listens once the socket closes
 
 
-async def test_a_failed_download_stays_visible_with_its_reason_and_a_retry(tiny_hub, tmp_path,  # noqa: F811
+async def test_a_failed_download_stays_visible_with_its_reason_and_a_retry(tiny_hub, tmp_path,
                                                                            monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")  # offline: nothing answers
     app = app_in(tmp_path)

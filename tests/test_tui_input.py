@@ -12,7 +12,7 @@ from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.tui.widgets.stats import StatsPanel
 from tests.tui_helpers import GREEDY, SIZE, make_app, messages, plain, ready, send, wait_for, write_config
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # the app driven end to end (Pilot, real llama.cpp)
 
 PASTED = "\n".join(f"line {i}: some text" for i in range(1, 43))  # the 42-line paste of the report
 
@@ -29,7 +29,7 @@ def workspace(tmp_path):
     return ws
 
 
-async def test_paste_keeps_every_line_and_enter_sends(chat_pair, workspace, home):  # noqa: F811
+async def test_paste_keeps_every_line_and_enter_sends(chat_pair, workspace, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace, max_tokens=5)
     async with app.run_test(size=SIZE) as pilot:
@@ -58,7 +58,7 @@ async def test_paste_keeps_every_line_and_enter_sends(chat_pair, workspace, home
         assert user_turns[-1]["content"] == PASTED + "\nend\n\nx"
 
 
-async def test_ctrl_c_cancels_a_reply_and_otherwise_hints_at_quit(chat_pair, workspace, home):  # noqa: F811
+async def test_ctrl_c_cancels_a_reply_and_otherwise_hints_at_quit(chat_pair, workspace, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace, max_tokens=4000)
     async with app.run_test(size=SIZE) as pilot:
@@ -79,7 +79,7 @@ async def test_ctrl_c_cancels_a_reply_and_otherwise_hints_at_quit(chat_pair, wor
         assert messages(app, "assistant")[-1].text  # the text so far is kept
 
 
-async def test_f1_help_header_and_approval_mode(chat_pair, workspace, home):  # noqa: F811
+async def test_f1_help_header_and_approval_mode(chat_pair, workspace, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace)
     async with app.run_test(size=SIZE) as pilot:
@@ -100,7 +100,7 @@ async def test_f1_help_header_and_approval_mode(chat_pair, workspace, home):  # 
         assert len(keys) == 1 and keys[0].callback == app.action_help  # the palette's "Keys" is this help
 
 
-async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair, workspace, home):  # noqa: F811
+async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair, workspace, home):
     from textual.widgets._footer import FooterKey
 
     write_config(home, GREEDY)
@@ -133,7 +133,7 @@ async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair
         assert panel.display and not line.display
 
 
-async def test_wide_terminal_shows_the_panel(chat_pair, workspace, home):  # noqa: F811
+async def test_wide_terminal_shows_the_panel(chat_pair, workspace, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -141,7 +141,7 @@ async def test_wide_terminal_shows_the_panel(chat_pair, workspace, home):  # noq
         assert app.chat.query_one(StatsPanel).display and not app.chat.query_one("#stats-line").display
 
 
-async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspace, home):  # noqa: F811
+async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspace, home):
     write_config(home, GREEDY + '[chat_templates]\nsome-pair = "/templates/some.jinja"\n')
     app = make_app(chat_pair, workspace, max_tokens=6)
     async with app.run_test(size=SIZE) as pilot:
@@ -181,7 +181,7 @@ async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspa
         assert app.session.max_tokens == 6 and app.session.temperature is None
 
 
-async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair, workspace, home):  # noqa: F811
+async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair, workspace, home):
     """The one-line summary and a multi-line prompt must not slow the UI while a reply streams (< 50 ms)."""
     from tests.tui_helpers import MODEL_ONLY, StallMonitor, assert_no_stall
 
@@ -206,7 +206,7 @@ async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair,
         await assert_no_stall(pilot, app, monitor.worst, idle)
 
 
-async def test_the_chat_warns_when_chatml_stands_in(workspace, home, tmp_path):  # noqa: F811
+async def test_the_chat_warns_when_chatml_stands_in(workspace, home, tmp_path):
     from localspec.tui.app import LocalspecApp
     from localspec.tui.options import AppOptions
     from localspec.launch.flags import RunFlags

@@ -49,6 +49,7 @@ def seed(home: Path) -> tuple[str, str]:
     return a, b
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_turns_are_saved_and_ctrl_s_exports_where_the_user_says(chat_pair, tmp_path, home):
     write_config(home, GREEDY)
     ws = tmp_path / "ws"
@@ -99,6 +100,7 @@ async def test_turns_are_saved_and_ctrl_s_exports_where_the_user_says(chat_pair,
         assert json.loads(target.read_text())["id"] == cid and app.last_transcript == target
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_ctrl_n_starts_a_new_conversation_and_restarts_the_totals(chat_pair, tmp_path, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, tmp_path, max_tokens=8)
@@ -129,6 +131,7 @@ async def test_ctrl_n_starts_a_new_conversation_and_restarts_the_totals(chat_pai
         assert app.session.temperature == 0.0
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_sessions_screen_searches_renames_deletes_and_opens(chat_pair, tmp_path, home):
     write_config(home, GREEDY)
     a, b = seed(home)
@@ -208,6 +211,7 @@ async def test_a_conversation_given_at_start_is_shown_and_continued(chat_pair, t
             assert store.get(a).message_count == 7
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 async def test_nothing_is_saved_when_recording_is_off(chat_pair, tmp_path, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, tmp_path, max_tokens=5, record=False)
@@ -221,6 +225,7 @@ async def test_nothing_is_saved_when_recording_is_off(chat_pair, tmp_path, home)
     assert not (home / "data" / "conversations.sqlite3").exists()
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 def test_resume_options_reach_the_session(chat_pair, tmp_path, home):
     """A resumed conversation continues on its own model pair when no pair is given (and it is still installed)."""
     from localspec.models.install import add_pair
@@ -245,6 +250,7 @@ def test_resume_options_reach_the_session(chat_pair, tmp_path, home):
         session.shutdown()
 
 
+@pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
 def test_help_names_the_conversation_keys():
     from localspec.tui.screens.help import KEYS
 

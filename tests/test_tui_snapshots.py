@@ -25,6 +25,8 @@ from localspec.tui.widgets.toolcard import ToolCard
 from tests.hub_server import catalog_toml
 from tests.tui_helpers import wait_for
 
+pytestmark = pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
+
 SIZE = (130, 38)
 
 STATS = StatsView(generated=212, drafted=260, accepted=171, target_passes=89, acceptance_rate=171 / 260,

@@ -129,7 +129,8 @@ def _front_end(name: str, target: Path, draft: Path, flags: list[str], tmp_path:
                   *flags])
 
 
-@pytest.mark.parametrize("front_end", MODEL)
+# The command line's `run` is the fast tier's column; the other front ends load their pairs again for every flag.
+@pytest.mark.parametrize("front_end", [f if f == "run" else pytest.param(f, marks=pytest.mark.slow) for f in MODEL])
 @pytest.mark.parametrize("flags, holds, takes", CASES, ids=[" ".join(c[0]) for c in CASES])
 def test_each_flag_reaches_the_engine(front_end, flags, holds, takes, tiny_pair_paths, tmp_path, home,
                                       monkeypatch, capsys):

@@ -25,6 +25,8 @@ from localspec.tools import Decision, Policy, Toolbox
 from .conftest import stdio_server, write_mcp_config
 from .test_servers import Recorder, proc_cmdlines_with
 
+pytestmark = pytest.mark.slow  # run --tools with real MCP server processes
+
 ROOT = Path(__file__).resolve().parents[2]
 MCP_TOOLS = ["read_note", "write_note"]  # two tools keep the prompt inside the tiny model's 2048-token window
 

@@ -3,6 +3,8 @@ gate window and the MCP servers' lifecycle, from a real `run --tools` on the tin
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import stat
 import subprocess
@@ -10,6 +12,8 @@ import sys
 from pathlib import Path
 
 from tests.mcp.conftest import stdio_server, write_mcp_config
+
+pytestmark = pytest.mark.slow  # run --tools in a subprocess with an MCP server
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -96,6 +96,7 @@ def test_lists_and_calls_tools_over_stdio_and_http(tmp_path, home, notes, http_s
         mcp.close()
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_wrong_http_token_is_one_clear_line(tmp_path, home, http_server):
     toolbox, mcp, notices = open_tools(tmp_path, {"web": {"url": http_server,
                                                           "headers": {"Authorization": "Bearer wrong"}}})
@@ -104,6 +105,7 @@ def test_wrong_http_token_is_one_clear_line(tmp_path, home, http_server):
     assert toolbox.names() == ["read_file", "list_dir", "search_text", "write_file", "edit_file", "run_shell"]
 
 
+@pytest.mark.slow  # real MCP server processes
 @pytest.mark.parametrize("mode", ["ask", "read-only", "never", "auto"])
 def test_approvals_in_each_mode(tmp_path, home, notes, mode):
     """A trusted server's readOnlyHint tools run like read_file in every mode; the others are treated like a write
@@ -134,6 +136,7 @@ def test_approvals_in_each_mode(tmp_path, home, notes, mode):
         mcp.close()
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_always_is_remembered_for_that_server_tool(tmp_path, home, notes):
     approver = Recorder(Decision.ALLOW_ALWAYS)
     toolbox, mcp, _ = open_tools(tmp_path, {"notes": stdio_server(notes)}, "ask", approver)
@@ -172,6 +175,7 @@ def test_servers_that_fail_to_start_are_one_line_each(tmp_path, home, notes):
         mcp.close()
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_a_server_that_crashes_mid_call(tmp_path, home, notes):
     toolbox, mcp, notices = open_tools(tmp_path, {"notes": stdio_server(notes, "--mode", "crash")})
     try:
@@ -187,6 +191,7 @@ def test_a_server_that_crashes_mid_call(tmp_path, home, notes):
         mcp.close()
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_a_server_that_exits_between_calls_is_noticed(tmp_path, home, notes):
     toolbox, mcp, notices = open_tools(tmp_path, {"notes": stdio_server(notes, "--mode", "exit-soon", "--delay", "1")})
     try:
@@ -199,6 +204,7 @@ def test_a_server_that_exits_between_calls_is_noticed(tmp_path, home, notes):
         mcp.close()
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_a_tool_with_an_unusable_schema_is_left_out_with_the_reason(tmp_path, home, notes):
     toolbox, mcp, notices = open_tools(tmp_path, {"notes": stdio_server(notes, "--bad-schema")})
     try:
@@ -212,6 +218,7 @@ def test_a_tool_with_an_unusable_schema_is_left_out_with_the_reason(tmp_path, ho
         mcp.close()
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_a_slow_server_times_out_with_a_clear_error(tmp_path, home, notes):
     toolbox, mcp, _ = open_tools(tmp_path, {"notes": stdio_server(notes, "--mode", "slow", "--delay", "30",
                                                                   timeout=1)})
@@ -227,6 +234,7 @@ def test_a_slow_server_times_out_with_a_clear_error(tmp_path, home, notes):
         assert time.monotonic() - start < 15  # a server stuck in a call is still stopped
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_no_processes_are_left_behind(tmp_path, home, notes):
     """The server and a child it started (which outlives a clean server exit) are both gone after close()."""
     tag = uuid.uuid4().hex
@@ -245,6 +253,7 @@ def test_no_processes_are_left_behind(tmp_path, home, notes):
     mcp.close()  # twice is fine
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_switching_a_server_off_and_on(tmp_path, home, notes):
     toolbox, mcp, _ = open_tools(tmp_path, {"notes": stdio_server(notes), "off": stdio_server(notes, disabled=True)})
     try:
@@ -266,6 +275,7 @@ def localspec(*args, home: Path) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_tools_command(tmp_path, notes):
     home = tmp_path / "home"
     cfg = write_mcp_config(tmp_path / "mcp.json", {

@@ -19,7 +19,7 @@ from localspec.tui.widgets.toolcard import ToolCard
 from .conftest import stdio_server, write_mcp_config
 from .test_servers import proc_cmdlines_with
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # the app driven end to end (Pilot, real llama.cpp)
 
 
 @pytest.fixture

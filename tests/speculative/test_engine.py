@@ -43,6 +43,7 @@ def _identical_greedy(target, draft, prompts, n_tokens, **kw):
     return same, drafted, accepted
 
 
+@pytest.mark.slow  # an exactness proof: thousands of verified tokens
 def test_greedy_exact_on_tiny_f32(tiny_pair_paths):
     same, drafted, accepted = _identical_greedy(*tiny_pair_paths, PROMPTS, 96)
     assert same == len(PROMPTS)
@@ -103,6 +104,7 @@ def test_quantized_target_emits_verify_argmax(smollm2):
     print(f"\nidentical to target-only on quantized SmolLM2 Q4_1: {same}/{len(PROMPTS)}")
 
 
+@pytest.mark.slow  # an exactness proof: thousands of verified tokens
 def test_long_generation_keeps_caches_consistent(tiny_pair_paths):
     """600 tokens with many rejections: both caches must hold exactly the verified history, and the KV state left
     by speculation must give the same logits as evaluating that history from scratch."""
@@ -143,6 +145,7 @@ def test_sampling_is_reproducible_with_seed(tiny_pair_paths):
     assert a != c
 
 
+@pytest.mark.slow  # an exactness proof: thousands of verified tokens
 def test_sampling_preserves_target_distribution(tiny_pair_paths):
     """Speculative sampling must give the target's own distribution: compare the joint law of the first tokens
     over many seeds against target-only sampling (total variation distance, both estimated the same way)."""
