@@ -162,3 +162,25 @@ def test_the_printer_closes_the_thinking_block_before_anything_else(capsys):
     out = capsys.readouterr()
     assert out.err == '[thinking] let me look closer\n-> list_dir {"path": "."}\n[thinking] more\n'
     assert out.out == "Two files."
+
+
+def test_an_unwritable_data_folder_is_a_warning_and_everything_is_closed(tiny_target, workspace, tmp_path, monkeypatch,
+                                                                         capsys):
+    """Nothing can be saved (the data folder is a file): the run goes on with a warning, and the models (and MCP
+    servers) are closed by the command itself, not left to the exit handler."""
+    from localspec.cli import main
+    from localspec.launch.open import Opened
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "data").write_text("not a folder")
+    monkeypatch.setenv("LOCALSPEC_HOME", str(home))
+    closed = []
+    real_close = Opened.close
+    monkeypatch.setattr(Opened, "close", lambda self: (closed.append(self), real_close(self)))
+    code = main(["run", "list the files", "--target", str(tiny_target), *AGENT_ARGS, "--approve", "never",
+                 "--workspace", str(workspace), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "warning: the conversation will not be saved" in err and "unexpected" not in err
+    assert json.loads(out)["conversation"] is None and len(closed) == 1
