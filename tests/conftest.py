@@ -20,7 +20,11 @@ MODEL_FIXTURES = frozenset({"smollm2", "smollm2_f16", "gemma", "gemma_f16", "gem
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        # Asked for by name, or by a parameter that names the fixture (request.getfixturevalue(param)).
+        names = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {}) if "request" in names else {}
+        names |= {v for v in params.values() if isinstance(v, str)}
+        if MODEL_FIXTURES & names:
             item.add_marker(pytest.mark.slow)
 
 

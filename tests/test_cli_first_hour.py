@@ -114,6 +114,7 @@ def no_template(tmp_path_factory):
     return write_tiny_llama(tmp_path_factory.mktemp("nt") / "no-template.gguf", chat_template=None)
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_a_gguf_without_a_template_warns_and_a_file_replaces_it(home, no_template, tmp_path,
                                                                 capsys):
     assert run("run", "hi", "--target", no_template, "--max-tokens", "2", "--json") == 0

@@ -62,6 +62,7 @@ def test_json_has_text_and_stats(spec_json):
     assert s["tokens_per_second"] > 0 and s["wall_s"] > 0
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_no_draft_drafts_nothing(plain_json):
     s = plain_json["stats"]
     assert s["drafted"] == 0 and s["accepted"] == 0
@@ -74,6 +75,7 @@ def test_greedy_speculative_text_equals_target_only(spec_json, plain_json):
     assert spec_json["text"] == plain_json["text"]
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_raw_skips_chat_template(tiny_pair_paths):
     args = ("--target", tiny_pair_paths[0], "--no-draft", "--max-tokens", 2)
     chat, raw = run_json("hello", *args), run_json("hello", *args, "--raw")
@@ -94,6 +96,7 @@ def test_streaming_prints_text_and_one_line_summary(pair_args, spec_json):
 
 
 # -- sampling ----------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # the CLI in subprocesses
 def test_temperature_with_seed_is_reproducible(pair_args):
     hot = ("--temperature", 2.0, "--top-k", 0, "--top-p", 1, "--min-p", 0)
     runs = {seed: [run_json("hello", *pair_args, *hot, "--seed", seed) for _ in range(2 if seed == 1 else 1)]

@@ -26,6 +26,7 @@ def _needs_cli():
         pytest.skip("localspec/cli.py is not there yet")
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_pull_then_models_json(tiny_hub):
     r = localspec("pull", "tiny")
     assert r.returncode == 0, r.stderr

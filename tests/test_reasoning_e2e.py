@@ -134,6 +134,7 @@ def test_run_json_has_reasoning_and_show_hide(models):
     assert hidden.stdout.strip() == "hello world" and "what is it" not in hidden.stderr
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_run_tools_json_has_reasoning(models, tmp_path):
     out = subprocess.run([sys.executable, "-m", "localspec", "run", "hi", "--tools", "--target", str(models["r1"]),
                           "--no-draft", "--json", "--no-transcript", "--workspace", str(tmp_path),

@@ -423,6 +423,7 @@ def test_a_chunked_body_over_the_size_cap_is_413(tiny_server, monkeypatch):
     assert answer.startswith(b"HTTP/1.1 413") and b"request_too_large" in answer, answer[:300]
 
 
+@pytest.mark.slow  # waits out the server's body timeout
 def test_a_body_trickled_slowly_is_cut_off_with_408(tiny_server, monkeypatch):
     """A client that sends a byte now and then (slowloris) does not hold its handler for ever."""
     monkeypatch.setattr("localspec.serve.body.MAX_BODY_SECONDS", 1.0)

@@ -129,6 +129,7 @@ def test_sessions_commands_show_stored_text_escaped(env, argv):
     assert_clean(out)
 
 
+@pytest.mark.slow  # the CLI, the app or MCP servers end to end
 def test_sessions_rename_delete_export_and_errors_escape_too(env):
     cid = seed(Path(env["LOCALSPEC_HOME"]))
     code, out = run_in_pty(["sessions", "rename", cid, "new " + PAYLOAD], env)
@@ -195,6 +196,7 @@ def hostile_model(tmp_path_factory):
     return write_scripted_gguf(tmp_path_factory.mktemp("hostile") / "q.gguf", "qwen3", SCRIPT)
 
 
+@pytest.mark.slow  # the CLI, the app or MCP servers end to end
 @pytest.mark.parametrize("extra", [[], ["--json"], ["--tools", "--tool-choice", "none", "--approve", "never"]])
 def test_run_with_a_local_model_shows_its_output_escaped(env, hostile_model, extra):
     code, out = run_in_pty(["run", "hi", "--target", str(hostile_model), "--max-tokens", "20",
@@ -215,6 +217,7 @@ def hostile_mcp_config(tmp_path: Path) -> Path:
     return cfg
 
 
+@pytest.mark.slow  # the CLI, the app or MCP servers end to end
 @pytest.mark.parametrize("json_output", [False, True])
 def test_tools_shows_mcp_descriptions_and_ref_text_escaped(env, tmp_path, json_output):
     code, out = run_in_pty(["tools", "--mcp-config", str(hostile_mcp_config(tmp_path)),
@@ -245,6 +248,7 @@ def anyio_backend():
     return "asyncio"
 
 
+@pytest.mark.slow  # the CLI, the app or MCP servers end to end
 @pytest.mark.anyio
 async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkeypatch):
     from localspec.tui.app import LocalspecApp
@@ -297,6 +301,7 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
         assert_clean(rendered(app), markers=["REDTEXT"])
 
 
+@pytest.mark.slow  # the CLI, the app or MCP servers end to end
 @pytest.mark.anyio
 async def test_the_apps_tools_screen_shows_mcp_text_escaped(tmp_path, monkeypatch):
     from localspec.tui.app import LocalspecApp

@@ -90,6 +90,7 @@ def test_quoting_that_changes_nothing_is_the_same_family(ws, command):
     assert remember(command, ws).allowance == remember("git status", ws).allowance
 
 
+@pytest.mark.slow  # a timing test on a megabyte of input
 def test_a_megabyte_command_is_planned_in_linear_time(ws):
     """plain_argv built words by list concatenation and the fork-bomb regex used a backreference: both were
     quadratic (158 s for 200,000 characters, 32 s for 40,000). The approver is asked promptly instead."""

@@ -164,6 +164,7 @@ def test_trusted_must_be_a_boolean(tmp_path):
         parse_servers({"mcpServers": {"s": {"command": "/bin/true", "trusted": "yes"}}}, "x", {})
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_the_tools_command_shows_untrusted_tools_as_writes(tmp_path, notes):
     cfg = write_mcp_config(tmp_path / "mcp.json", {"notes": stdio_server(notes)})
     env = {**os.environ, "LOCALSPEC_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).parents[2])}

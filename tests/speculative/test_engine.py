@@ -134,6 +134,7 @@ def test_long_generation_keeps_caches_consistent(tiny_pair_paths):
         assert abs(row[ref[i]] - row[got.tokens[i]]) < 0.05, f"divergence at {i} is not a near-tie"
 
 
+@pytest.mark.slow  # long sampled generations
 def test_sampling_is_reproducible_with_seed(tiny_pair_paths):
     pair, base, spec = _engines(*tiny_pair_paths)
     prompt = pair.target.tokenize("the file")

@@ -123,6 +123,7 @@ def test_hybrid_is_exact_under_grammar_smollm2_f16(smollm2_f16, smollm2, drafter
     assert set(spec.totals.drafters) >= {"schema"}
 
 
+@pytest.mark.slow  # long sampled generations
 def test_hybrid_sampling_is_valid_and_reproducible(tiny_pair_paths):
     pair = load_pair(*tiny_pair_paths, ctx=ContextSettings(n_ctx=1024))
     spec = build_engine(pair, DraftingConfig(drafters=("schema", "ngram", "history", "model"), draft_p_min=0.0))
