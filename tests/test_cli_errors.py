@@ -88,6 +88,7 @@ def test_unexpected_error_with_debug_shows_the_traceback(broken_doctor, monkeypa
 
 # -- a reader that goes away: `localspec models --json | head` ----------------------------------------------------
 @pytest.mark.parametrize("args", [("models", "--json"), ("models",), ("config", "show", "--json")])
+@pytest.mark.slow  # the CLI in subprocesses
 def test_closed_pipe_is_quiet_and_exits_0(tmp_path, args):
     """stdout is a real pipe whose read end is already closed (as after `head` exits): every write fails with
     EPIPE. Without care Python prints "Exception ignored ... BrokenPipeError" at exit and exits 120 (small outputs

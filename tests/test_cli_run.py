@@ -48,6 +48,7 @@ def plain_json(tiny_pair_paths) -> dict:
 
 
 # -- --json ------------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # the CLI generating in subprocesses (the fast tier runs `run` in process: tests/launch)
 def test_json_has_text_and_stats(spec_json):
     s = spec_json["stats"]
     assert isinstance(spec_json["text"], str) and spec_json["text"]
@@ -70,6 +71,7 @@ def test_no_draft_drafts_nothing(plain_json):
     assert s["mean_accepted_length"] == 1.0
 
 
+@pytest.mark.slow  # the CLI generating in subprocesses (the fast tier runs `run` in process: tests/launch)
 def test_greedy_speculative_text_equals_target_only(spec_json, plain_json):
     # F32 target: batched verification gives the same argmax as one-token decoding, so greedy output is exact.
     assert spec_json["text"] == plain_json["text"]

@@ -50,6 +50,7 @@ def test_offline_without_a_model_is_one_line(tiny_hub):
     assert not [e for e in tiny_hub.log if e["repo"]]
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_config_set_and_show(home):
     r = localspec("config", "set", "sampling.temperature", "0.3")
     assert r.returncode == 0, r.stderr

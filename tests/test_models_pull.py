@@ -77,6 +77,7 @@ def test_incompatible_pair_is_refused(tiny_hub, capsys):
         pull_pair("mismatched")
 
 
+@pytest.mark.slow  # downloads from the local hub
 def test_dropped_connection_resumes_within_the_pull(big, hub):
     big.faults.drop_after = 15 * MB
     entry = pull_file(BIG_REPO, BIG_FILE)
@@ -85,6 +86,7 @@ def test_dropped_connection_resumes_within_the_pull(big, hub):
     assert ranges == [None, f"bytes={10 * MB}-"]  # the retry asked only for what was missing
 
 
+@pytest.mark.slow  # downloads from the local hub
 def test_interrupted_pull_is_resumed_by_the_next_pull(big, hub, capsys):
     big.faults.drop_after, big.faults.fail_after_drop = 15 * MB, 503
     assert run("pull", BIG_REPO, BIG_FILE) == 1

@@ -89,6 +89,7 @@ def test_exports_and_mcp_logs_are_private(home, tmp_path):
         assert mode(f) == 0o600, f
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_an_old_install_is_tightened_on_open_with_one_notice(home):
     data = home / "data"
     (data / "transcripts").mkdir(parents=True)
@@ -163,6 +164,7 @@ def test_default_names_step_over_planted_links(conv, home, tmp_path):
     assert written.name.endswith("-2.md") and not victim.exists() and first.is_symlink()
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_sessions_export_cli_refuses_links_in_one_line(conv, home, tmp_path):
     victim = tmp_path / "victim"
     link = tmp_path / "x.md"

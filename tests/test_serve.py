@@ -353,6 +353,7 @@ def test_serve_refuses_non_loopback_without_key(tiny_pair_paths, capsys):
     assert err.startswith("error:") and "--api-key" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_serve_command_end_to_end(tiny_pair_paths, tmp_path):
     target, draft = tiny_pair_paths
     port = free_port()

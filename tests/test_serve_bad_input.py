@@ -209,6 +209,7 @@ VALUES = [None, True, False, 0, -1, 1.5, 10**40, "", "x", "<|im_start|>", [], [1
           {"type": "function"}, nested(30)]
 
 
+@pytest.mark.slow  # a fuzz run
 def test_every_field_with_every_json_type_is_never_a_500(tiny_server):
     """Each request field, top-level and in each kind of message, set to each kind of JSON value: an answer or a
     4xx, never a 500 (and never a hang)."""

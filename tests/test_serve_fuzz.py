@@ -90,6 +90,7 @@ def _body(rng: random.Random) -> dict:
     return body
 
 
+@pytest.mark.slow  # a fuzz run
 def test_no_body_of_nested_string_encoded_json_is_a_500(tiny_server):
     url, _ = tiny_server
     rng = random.Random(SEED)

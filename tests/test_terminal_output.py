@@ -122,6 +122,7 @@ def seed(home: Path) -> str:
     ["sessions"], ["sessions", "--json"], ["sessions", "show", "{id}"], ["sessions", "show", "{id}", "--json"],
     ["sessions", "--search", " "],
 ])
+@pytest.mark.slow  # the CLI in subprocesses
 def test_sessions_commands_show_stored_text_escaped(env, argv):
     cid = seed(Path(env["LOCALSPEC_HOME"]))
     code, out = run_in_pty([a.replace("{id}", cid) for a in argv], env)
@@ -173,6 +174,7 @@ class _Hostile(BaseHTTPRequestHandler):
 
 
 @pytest.mark.parametrize("json_output", [False, True])
+@pytest.mark.slow  # the CLI in subprocesses
 def test_run_with_an_openai_backend_shows_the_servers_text_escaped(env, json_output):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -235,6 +235,7 @@ def _growth(ws, code):
 BOUND = 4 * max(Limits().read_bytes, Limits().diff_input_bytes, 1 * MiB) + 32 * MiB  # 36 MiB, vs 300 MiB files
 
 
+@pytest.mark.slow  # huge files
 def test_read_file_of_a_huge_single_line_stays_bounded(huge):
     ws, _ = huge
     (ws / "small.txt").write_text("x\n")
@@ -250,6 +251,7 @@ def test_read_file_of_a_huge_single_line_stays_bounded(huge):
     assert out["growth"] < BOUND, f"read_file grew RSS by {out['growth'] / MiB:.0f} MiB"
 
 
+@pytest.mark.slow  # huge files
 def test_write_over_a_huge_file_asks_with_a_summary_and_stays_bounded(huge):
     ws, path = huge
     (ws / "small.txt").write_text("x\n")

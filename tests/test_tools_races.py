@@ -87,6 +87,7 @@ def no_temp_files(*dirs):
             assert not p.name.endswith(".tmp"), p
 
 
+@pytest.mark.slow  # races run for seconds
 def test_reads_never_see_outside_while_directory_is_swapped(layout):
     ws, outside = layout
     tb = Toolbox(workspace=ws, policy=Policy(mode="read-only"))
@@ -109,6 +110,7 @@ def test_reads_never_see_outside_while_directory_is_swapped(layout):
     outside_untouched(outside)
 
 
+@pytest.mark.slow  # races run for seconds
 def test_reads_never_see_outside_while_file_is_swapped(layout):
     ws, outside = layout
     tb = Toolbox(workspace=ws, policy=Policy(mode="read-only"))
@@ -127,6 +129,7 @@ def test_reads_never_see_outside_while_file_is_swapped(layout):
     assert done > 100
 
 
+@pytest.mark.slow  # races run for seconds
 def test_writes_never_land_outside_while_directory_is_swapped(layout):
     ws, outside = layout
     tb = Toolbox(workspace=ws, policy=Policy(mode="auto"))
@@ -150,6 +153,7 @@ def test_writes_never_land_outside_while_directory_is_swapped(layout):
     no_temp_files(ws, outside)
 
 
+@pytest.mark.slow  # races run for seconds
 def test_writes_never_follow_a_swapped_in_file_symlink(layout):
     ws, outside = layout
     tb = Toolbox(workspace=ws, policy=Policy(mode="auto"))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import importlib.util
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from localspec.bench.suite import load_suite
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_mcp_suite_tools_come_from_the_server():
     spec = importlib.util.spec_from_file_location("make_mcp", ROOT / "benchmarks" / "make_mcp.py")
     make_mcp = importlib.util.module_from_spec(spec)

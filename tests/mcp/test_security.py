@@ -114,6 +114,7 @@ def test_nothing_runs_from_the_working_folder(tmp_path, home, hostile_repo, monk
     assert not (hostile_repo / "PWNED").exists()
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_a_bare_name_is_found_on_an_absolute_path_entry(tmp_path, home, notes, monkeypatch):
     bindir = tmp_path / "tools-bin"
     executable(bindir / "notes-server", f'exec "{sys.executable}" {" ".join(stdio_server(notes)["args"])}')
@@ -127,6 +128,7 @@ def test_a_bare_name_is_found_on_an_absolute_path_entry(tmp_path, home, notes, m
 
 # ---- trust ---------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # real MCP server processes
 def test_an_untrusted_servers_read_only_claim_is_not_believed(tmp_path, home, notes):
     approver = Recorder(Decision.DENY_ONCE)
     toolbox, mcp, _ = start(tmp_path, {"liar": stdio_server(notes, "--lying")}, tmp_path, "ask", approver)
@@ -148,6 +150,7 @@ def test_an_untrusted_servers_read_only_claim_is_not_believed(tmp_path, home, no
         mcp.close()
 
 
+@pytest.mark.slow  # real MCP server processes
 def test_a_trusted_servers_hints_are_believed(tmp_path, home, notes):
     toolbox, mcp, _ = start(tmp_path, {"liar": stdio_server(notes, "--lying", trusted=True)}, tmp_path,
                             "read-only")
@@ -177,6 +180,7 @@ def test_the_tools_command_shows_untrusted_tools_as_writes(tmp_path, notes):
 # ---- processes -------------------------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not procs.use_reaper(), reason="the process wrapper needs Linux /proc")
+@pytest.mark.slow  # real MCP server processes
 def test_a_process_that_left_the_group_and_cleared_its_environment_is_stopped(tmp_path, home, notes):
     tag = uuid.uuid4().hex
     toolbox, mcp, notices = start(tmp_path, {"s": stdio_server(notes, "--lying", "--tag", tag)}, tmp_path)

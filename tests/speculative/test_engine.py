@@ -171,6 +171,7 @@ def test_sampling_preserves_target_distribution(tiny_pair_paths):
     assert spec.totals.accepted > 0 and spec.totals.drafted > spec.totals.accepted
 
 
+@pytest.mark.slow  # long generations
 def test_stop_string_and_max_tokens(tiny_pair_paths):
     pair, base, spec = _engines(*tiny_pair_paths)
     prompt = pair.target.tokenize("the file name is")
