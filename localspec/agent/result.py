@@ -39,10 +39,14 @@ class AgentResult:
     error: str | None = None
     messages: list[dict] = field(default_factory=list)  # messages this run added to the conversation
     transcript: str | None = None  # path of the session's JSONL transcript
+    first_token_s: float | None = None  # from the start of the run to the first step's first text (None: none)
+    reused_prefix_tokens: int = 0  # the first step's prompt tokens not computed (kept or restored: runtime/prefixes)
 
     def to_dict(self, **run_info) -> dict:
         """What `localspec run --tools --json` prints (a contract: keys and order as printed). `run_info` (the CLI
         passes the target and draft paths) goes just before "transcript", where the CLI has always printed it."""
-        return {"text": self.text, "reasoning": self.reasoning, "steps": self.steps, "tool_calls": [c.to_dict() for c in self.tool_calls],
-                "finish_reason": self.finish_reason, "error": self.error, "stats": self.stats.to_dict(),
-                **run_info, "transcript": self.transcript}
+        return {"text": self.text, "reasoning": self.reasoning, "steps": self.steps,
+                "tool_calls": [c.to_dict() for c in self.tool_calls], "finish_reason": self.finish_reason,
+                "error": self.error, "stats": self.stats.to_dict(),
+                "time_to_first_token_s": None if self.first_token_s is None else round(self.first_token_s, 4),
+                "reused_prefix_tokens": self.reused_prefix_tokens, **run_info, "transcript": self.transcript}

@@ -36,6 +36,7 @@ class RunConfig:
     params: GenParams  # the defaults of every generation: max_tokens, sampling, stop strings
     chat_template: str | None  # a Jinja file replacing the GGUF's own template
     thinking: bool  # reasoning models think before answering
+    prefix_cache: bool = True  # save prompt prefixes (system prompt + tools) to disk and restore them
 
     @property
     def pair(self) -> str | None:

@@ -42,6 +42,9 @@ class Stats:
     generated_tokens: int = 0
     prompt_tokens: int = 0
     prefill_tokens: int = 0  # prompt tokens actually evaluated (the rest came from the reused cache)
+    reused_prefix_tokens: int = 0  # prompt tokens not evaluated: kept in the cache, or restored from a saved prefix
+    restored_prefix_tokens: int = 0  # ... of which read from a saved prefix state (runtime/prefixes.py)
+    first_token_s: float = 0.0  # from the start of the generation (prefill included) to its first token
     target_passes: int = 0
     drafted: int = 0
     accepted: int = 0
@@ -114,7 +117,12 @@ class Stats:
             self.per_position_accepted[pos] += 1
 
     def merge(self, other: "Stats") -> None:
-        """Add another generation's counts and times (session totals)."""
+        """Add another generation's counts and times (session totals). How the prompt was read and when the first
+        token came are the first merged generation's (a turn's later phases continue its prompt)."""
+        if not self.target_passes and not self.generated_tokens and not self.prefill_tokens:
+            self.reused_prefix_tokens = other.reused_prefix_tokens
+            self.restored_prefix_tokens = other.restored_prefix_tokens
+            self.first_token_s = other.first_token_s
         for name in ("generated_tokens", "prompt_tokens", "prefill_tokens", "target_passes", "drafted", "accepted",
                      "forced", "prefill_s", "draft_s", "verify_s", "decode_s", "wall_s", "plain_passes",
                      "plain_verify_s", "plain_decode_s"):
@@ -136,6 +144,9 @@ class Stats:
             "generated_tokens": self.generated_tokens,
             "prompt_tokens": self.prompt_tokens,
             "prefill_tokens": self.prefill_tokens,
+            "reused_prefix_tokens": self.reused_prefix_tokens,
+            "restored_prefix_tokens": self.restored_prefix_tokens,
+            "time_to_first_token_s": round(self.first_token_s, 4),
             "target_passes": self.target_passes,
             "drafted": self.drafted,
             "accepted": self.accepted,
