@@ -76,11 +76,17 @@ class _Printer:
     def __init__(self, reasoning: str = "show"):
         from localspec.commands.reasoning_output import ReasoningPrinter
 
+        from localspec.commands.console import PromptMeter
+
         self.at_line_start = True
         self.thoughts = ReasoningPrinter(reasoning == "show")  # reasoning to stderr, or hidden
+        self.meter = PromptMeter()  # "reading prompt: N of M tokens" while a long prompt is read (a terminal only)
 
     def __call__(self, ev) -> None:
         kind = ev.type
+        self.meter(ev)
+        if kind == "prompt":
+            return
         if kind == "text" and ev.kind == "reasoning":
             self.thoughts.write([("reasoning", ev.text)])
             return
@@ -174,7 +180,9 @@ def cmd_agent_run(args) -> int:
                                         draft=str(pair.draft.path) if pair.draft else None,
                                         conversation=recorder.id if recorder else None), ensure_ascii=False))
     else:
-        sys.stdout.write("\n")
+        from localspec.commands.console import end_reply
+
+        end_reply()
         note = f"; {result.error}" if result.error else ""
         saved = f"; saved as {recorder.id}" if recorder and recorder.id else ""
         print(f"[{result.steps} step(s), {len(result.tool_calls)} tool call(s), finish: {result.finish_reason}{note}"

@@ -60,6 +60,6 @@ def cmd_remote_run(args) -> int:
         elif isinstance(ev, RemoteDone):
             done = ev
     sys.stdout.write("\n")
-    sys.stdout.flush()
+    sys.stdout.flush()  # before stderr: with both on one pipe the line must not land inside the reply
     print(f"[{summary(done.stats if done else None, backend.base_url)}]", file=sys.stderr)
     return 0

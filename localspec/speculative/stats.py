@@ -103,10 +103,26 @@ class Stats:
         return self.target_token_s + max(judge, 0.0) + self.other_s / max(self.generated_tokens, 1)
 
     @property
-    def estimated_speedup(self) -> float:
-        """Against target-only decoding (see `estimate_speedup`): the whole generation time, drafting and
-        bookkeeping included, against what target-only decoding would have taken (plain_step_s per token)."""
-        return estimate_speedup(self.generated_tokens, self.target_passes, self.generation_s, self.plain_step_s)
+    def target_only_s(self) -> float | None:
+        """What target-only decoding would have taken for these tokens: a generation that drafted nothing was
+        target-only decoding (its own time); else a plain step (plain_step_s) per token. None: no step measured yet."""
+        if not self.drafted:
+            return self.generation_s
+        step = self.plain_step_s
+        return self.generated_tokens * step if step else None
+
+    @property
+    def estimated_speedup(self) -> float | None:
+        """Against target-only decoding (see `estimate_speedup`): exactly 1.0 when nothing was drafted (that was
+        target-only decoding); else the whole generation time, drafting, every drafted pass at its measured cost and
+        the bookkeeping included, against a plain step per token. None until there is data (no token, or no plain
+        step measured yet): a UI shows "–", never a guess."""
+        if not self.generated_tokens:
+            return None
+        if not self.drafted:
+            return 1.0
+        got = estimate_speedup(self.generated_tokens, self.target_passes, self.generation_s, self.plain_step_s)
+        return got or None
 
     def record_position(self, pos: int, accepted: bool) -> None:
         while len(self.per_position_drafted) <= pos:
@@ -158,7 +174,7 @@ class Stats:
             "drafters": {k: {"drafted": v.drafted, "accepted": v.accepted,
                              "acceptance_rate": round(v.acceptance_rate, 4)} for k, v in self.drafters.items()},
             "tokens_per_second": round(self.tokens_per_second, 3),
-            "estimated_speedup": round(self.estimated_speedup, 3),
+            "estimated_speedup": None if self.estimated_speedup is None else round(self.estimated_speedup, 3),
             "time_s": {"prefill": round(self.prefill_s, 4), "draft": round(self.draft_s, 4),
                        "verify": round(self.verify_s, 4), "other": round(self.other_s, 4)},
             "wall_s": round(self.wall_s, 4),
@@ -167,7 +183,17 @@ class Stats:
         }
 
     def summary(self) -> str:
-        return (f"{self.generated_tokens} tokens, {self.tokens_per_second:.1f} tok/s, "
-                f"{self.target_passes} target passes, accepted {self.accepted}/{self.drafted} "
-                f"({100 * self.acceptance_rate:.0f}%), {self.mean_accepted_length:.2f} tokens/pass, "
-                f"est. speedup {self.estimated_speedup:.2f}x")
+        """One line for the command line: what was generated, how fast, what speculation did and what is switched
+        off (with why). Figures without data say "–", never 0."""
+        rate = f"{100 * self.acceptance_rate:.0f}%" if self.drafted else "–"
+        est = self.estimated_speedup
+        line = (f"{self.generated_tokens} tokens, {self.tokens_per_second:.1f} tok/s, "
+                f"{self.target_passes} target passes, accepted {self.accepted}/{self.drafted} ({rate}), "
+                f"{self.mean_accepted_length:.2f} tokens/pass, est. speedup {'–' if est is None else f'{est:.2f}x'}")
+        off = switched_off_text(self.switched_off)
+        return line + (f"; {off}" if off else "")
+
+
+def switched_off_text(switched: dict[str, str]) -> str:
+    """Drafters resting for now, with the reason each gave ("" when none is)."""
+    return "; ".join(f"{name} drafter switched off: {why}" for name, why in sorted(switched.items()))
