@@ -34,6 +34,7 @@ FORBIDDEN = {
     "models": ABOVE_AGENT,
     "conversations": ABOVE_AGENT,  # the saved-conversation store: storage below the agent
     "mcp": ABOVE_AGENT,  # MCP servers' tools: a tool source for the Toolbox, below the agent
+    "remote": ABOVE_AGENT | {"launch"},  # an OpenAI-compatible server as a turn provider, below the agent
 }
 # runtime/ wraps llama.cpp and may lean on nothing of ours but itself and the error types.
 ONLY_ALLOWED = {"runtime": {"runtime", "errors"}}

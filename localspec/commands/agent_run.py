@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from localspec.commands.helpers import open_from_args
+from localspec.commands.helpers import flags_from_args, open_from_args
 from localspec.commands.tools import add_mcp_arg, start_mcp
 from localspec.conversations import find_saved
 from localspec.errors import ConfigError
@@ -115,7 +115,9 @@ class _Printer:
         print(line, file=sys.stderr, flush=True)
 
 
-def cmd_agent_run(args) -> int:
+def cmd_agent_run(args, remote=None) -> int:
+    """`remote`: a launch.remote.RemoteConfig when the turns run on an OpenAI-compatible server (the tools, the
+    approvals and the MCP servers stay here)."""
     from localspec.agent import DEFAULT_SYSTEM, Agent, Transcript
     from localspec.models.config import load_config
     from localspec.tools import Toolbox
@@ -137,24 +139,26 @@ def cmd_agent_run(args) -> int:
     toolbox = Toolbox(workspace, policy, approver, env_allow=load_config().tools.env_allow_names())
     mcp = start_mcp(args.mcp_config, toolbox)  # MCP servers start while the model loads; stopped at the end
     try:
-        opened = open_from_args(args)
+        if remote is None:
+            opened = open_from_args(args)
+            run = LocalRun(opened.engine, opened.config, opened.pair)
+        else:
+            run = RemoteRun.of(args, remote)
     except BaseException:
         if mcp is not None:
             mcp.close()
         raise
-    pair, engine, config = opened.pair, opened.engine, opened.config
     transcript = None if args.no_transcript else Transcript.open()
     system = DEFAULT_SYSTEM if args.system is None else (args.system or None)
     if conv is not None and args.system is None:
         system = conv.system
-    recorder = None if args.no_transcript else _recorder(args, config, workspace, system,
-                                                         conv.id if conv else None)
+    recorder = None if args.no_transcript else _recorder(args, run, workspace, system, conv.id if conv else None)
     interrupted = False
     try:
         if mcp is not None:
             mcp.wait()
-        agent = Agent(engine, toolbox, system=system, params=config.params, max_steps=args.max_steps, tools=names,
-                      call_max_tokens=args.call_max_tokens, transcript=transcript, thinking=config.thinking)
+        agent = Agent(run.turns, toolbox, system=system, params=run.params, max_steps=args.max_steps, tools=names,
+                      call_max_tokens=args.call_max_tokens, transcript=transcript, thinking=run.thinking)
         if conv is not None:
             agent.messages += [dict(m) for m in conv.messages]
         on_event = None if args.json else _Printer(getattr(args, "reasoning", "show"))
@@ -176,9 +180,8 @@ def cmd_agent_run(args) -> int:
         print(f"warning: the conversation was not saved completely: {recorder.error}", file=sys.stderr)
 
     if args.json:
-        print(json.dumps(result.to_dict(target=str(pair.target.path),
-                                        draft=str(pair.draft.path) if pair.draft else None,
-                                        conversation=recorder.id if recorder else None), ensure_ascii=False))
+        print(json.dumps(result.to_dict(**run.info(), conversation=recorder.id if recorder else None),
+                         ensure_ascii=False))
     else:
         from localspec.commands.console import end_reply
 
@@ -193,18 +196,63 @@ def cmd_agent_run(args) -> int:
     return 1 if result.finish_reason == "context" else 0
 
 
-def _recorder(args, config, workspace: Path, system: str | None, conversation_id: str | None = None):
+class LocalRun:
+    """The agent's turns on the local pair."""
+
+    def __init__(self, engine, config, pair):
+        self.turns, self.params, self.thinking = engine, config.params, config.thinking
+        self.config, self.pair = config, pair
+
+    def info(self) -> dict:
+        """What `--json` says ran the turns."""
+        pair = self.pair
+        return {"target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None}
+
+    def meta(self) -> dict:
+        """The model part of the saved conversation's settings."""
+        sel = self.config.selection
+        return {"pair": sel.pair or sel.target.name,
+                "params": {"pair_name": sel.pair, "target": str(sel.target),
+                           "draft": str(sel.draft) if sel.draft else None}}
+
+
+class RemoteRun:
+    """The agent's turns on an OpenAI-compatible server."""
+
+    def __init__(self, turns, params, thinking: bool, remote):
+        self.turns, self.params, self.thinking, self.remote = turns, params, thinking, remote
+
+    @classmethod
+    def of(cls, args, remote) -> "RemoteRun":
+        from localspec.commands.remote import open_remote_turns
+        from localspec.launch.config import resolve_params
+
+        params, thinking = resolve_params(flags_from_args(args))
+        return cls(open_remote_turns(remote), params, thinking, remote)
+
+    def info(self) -> dict:
+        return {"target": None, "draft": None, "backend": "openai", "base_url": self.remote.base_url,
+                "model": self.turns.backend.model}
+
+    def meta(self) -> dict:
+        return {"pair": self.turns.label,
+                "params": {"backend": "openai", "base_url": self.remote.base_url, "model": self.remote.model}}
+
+
+def _recorder(args, run, workspace: Path, system: str | None, conversation_id: str | None = None):
     """Save the run as a conversation (`localspec sessions`); a store that cannot be opened is a warning."""
     from localspec.agent.record import open_recorder
 
-    sel = config.selection
-    meta = {"pair": sel.pair or sel.target.name, "workspace": str(workspace.resolve()), "system": system,
-            "params": {"pair_name": sel.pair, "target": str(sel.target),
-                       "draft": str(sel.draft) if sel.draft else None,
-                       "temperature": config.params.sampling.temperature, "max_tokens": config.params.max_tokens,
-                       "max_steps": args.max_steps, "tool_choice": args.tool_choice,
-                       "approve": "read-only" if args.read_only else args.approve}}
-    recorder, why = open_recorder(conversation_id, meta=lambda: meta)
+    model = run.meta()
+
+    def meta() -> dict:
+        return {"pair": model["pair"], "workspace": str(workspace.resolve()), "system": system,
+                "params": {**model["params"], "temperature": run.params.sampling.temperature,
+                           "max_tokens": run.params.max_tokens, "max_steps": args.max_steps,
+                           "tool_choice": args.tool_choice,
+                           "approve": "read-only" if args.read_only else args.approve}}
+
+    recorder, why = open_recorder(conversation_id, meta=meta)
     if why:
         print(f"warning: the conversation will not be saved: {why}", file=sys.stderr)
     return recorder

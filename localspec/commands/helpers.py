@@ -18,7 +18,7 @@ from localspec.speculative import registry
 APP_PREFIX = "tui_"
 
 
-def _adder(p, prefix: str, suppress: bool):
+def flag_adder(p, prefix: str, suppress: bool):
     """p.add_argument with `prefix` on the destination, and (top level) SUPPRESS as every default, so that a
     subcommand's namespace holds these names only when the user gave them."""
     def add(*names, dest: str, **kw):
@@ -30,12 +30,12 @@ def _adder(p, prefix: str, suppress: bool):
 
 def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: bool = True) -> None:
     """Model and runtime flags shared by every command that runs a model."""
-    add = _adder(p, prefix, suppress)
+    add = flag_adder(p, prefix, suppress)
     if choose_pair:
         which = p.add_mutually_exclusive_group() if prefix else p
-        _adder(which, prefix, suppress)("--pair", dest="pair", metavar="NAME",
+        flag_adder(which, prefix, suppress)("--pair", dest="pair", metavar="NAME",
                                         help="installed model pair (default: the configured one)")
-        _adder(which, prefix, suppress)("--target", dest="target", metavar="PATH",
+        flag_adder(which, prefix, suppress)("--target", dest="target", metavar="PATH",
                                         help="target GGUF (the model whose output you get)")
         add("--draft", dest="draft", metavar="PATH", help="draft GGUF with the target's vocabulary")
         add("--offline", dest="offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
@@ -56,7 +56,7 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
 
 
 def add_generation_args(p, *, prefix: str = "", suppress: bool = False, max_tokens: int = 256) -> None:
-    add = _adder(p, prefix, suppress)
+    add = flag_adder(p, prefix, suppress)
     add("--draft-max", dest="draft_max", type=int, default=None, metavar="K",
         help="most tokens the draft model proposes per step (default: config, pair hint, 8)")
     add("--draft-p-min", dest="draft_p_min", type=float, default=None, metavar="P",
@@ -77,7 +77,7 @@ def add_generation_args(p, *, prefix: str = "", suppress: bool = False, max_toke
 
 def add_thinking_args(p, *, prefix: str = "", suppress: bool = False) -> None:
     """The thinking switch of reasoning models (Qwen3, QwQ, DeepSeek-R1: <think>...</think>)."""
-    add = _adder(p, prefix, suppress)
+    add = flag_adder(p, prefix, suppress)
     add("--no-thinking", dest="thinking", action="store_const", const=False, default=None,
         help="ask the model not to think first (the template's enable_thinking=false, or /no_think); default: "
              "reasoning.thinking in config.toml (on)")

@@ -13,7 +13,7 @@ import time
 from localspec.commands.agent_run import add_agent_args, cmd_agent_run
 from localspec.commands.helpers import add_generation_args, add_model_args, add_thinking_args, open_from_args
 from localspec.commands.reasoning_output import ReasoningPrinter
-from localspec.commands.remote import add_remote_args, cmd_remote_run
+from localspec.commands.remote import add_remote_args, cmd_remote_run, remote_config
 
 
 def register(sub) -> None:
@@ -57,10 +57,11 @@ def cmd_run(args) -> int:
         from localspec.errors import ConfigError
 
         raise ConfigError("--resume and --continue carry on a saved conversation: add --tools")
-    if getattr(args, "backend", "local") == "openai":
-        return cmd_remote_run(args)
+    remote = remote_config(args)  # --backend openai, or backend.kind in config.toml
     if getattr(args, "tools", False):
-        return cmd_agent_run(args)
+        return cmd_agent_run(args, remote)
+    if remote is not None:
+        return cmd_remote_run(args, remote)
     opened = open_from_args(args, warn=not args.raw)
     pair, engine, config = opened.pair, opened.engine, opened.config
     from localspec.chat import reasoning as think

@@ -65,6 +65,8 @@ class Stats:
     plain_decode_s: float = 0.0
     finish_reason: str = ""
     switched_off: dict[str, str] = field(default_factory=dict)  # drafters not drafting for now, and why
+    source: str = ""  # who measured these figures: "" this engine, else a remote server ("llama-server", ...)
+    remote_estimate: float | None = None  # a remote server's own speedup estimate (localspec serve reports one)
 
     @property
     def acceptance_rate(self) -> float:
@@ -117,6 +119,8 @@ class Stats:
         target-only decoding); else the whole generation time, drafting, every drafted pass at its measured cost and
         the bookkeeping included, against a plain step per token. None until there is data (no token, or no plain
         step measured yet): a UI shows "–", never a guess."""
+        if self.source:  # a remote server's figures: its own estimate, or none (nothing is guessed here)
+            return self.remote_estimate
         if not self.generated_tokens:
             return None
         if not self.drafted:
@@ -154,6 +158,7 @@ class Stats:
         self.target_token_s = other.target_token_s or self.target_token_s
         self.finish_reason = other.finish_reason
         self.switched_off = dict(other.switched_off)
+        self.source = other.source or self.source
 
     def to_dict(self) -> dict:
         return {
@@ -180,6 +185,7 @@ class Stats:
             "wall_s": round(self.wall_s, 4),
             "finish_reason": self.finish_reason,
             "switched_off": dict(self.switched_off),
+            **({"source": self.source} if self.source else {}),
         }
 
     def summary(self) -> str:
