@@ -224,11 +224,11 @@ class RemoteRun:
 
     @classmethod
     def of(cls, args, remote) -> "RemoteRun":
-        from localspec.commands.remote import open_remote_turns
         from localspec.launch.config import resolve_params
+        from localspec.remote.turns import open_turns
 
         params, thinking = resolve_params(flags_from_args(args))
-        return cls(open_remote_turns(remote), params, thinking, remote)
+        return cls(open_turns(remote), params, thinking, remote)
 
     def info(self) -> dict:
         return {"target": None, "draft": None, "backend": "openai", "base_url": self.remote.base_url,

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import sys
 
+from localspec.turns.events import reading_text
+
 SHOW_FROM = 128  # tokens to evaluate: fewer are read in a blink on any machine
-
-
-def reading_line(done: int, total: int, rate: float | None) -> str:
-    """The one wording the CLI and the app share."""
-    speed = f" · {rate:,.0f} tok/s" if rate else ""
-    return f"reading prompt: {done:,} of {total:,} tokens{speed}"
 
 
 class PromptMeter:
@@ -28,7 +24,7 @@ class PromptMeter:
         if not self.live or total < SHOW_FROM:
             return
         rate = done / seconds if done and seconds > 0 else None
-        self.stream.write("\r\x1b[2K" + reading_line(done, total, rate))
+        self.stream.write("\r\x1b[2K" + reading_text(done, total, rate))
         self.stream.flush()
         self.shown = True
 

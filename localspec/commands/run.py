@@ -11,9 +11,10 @@ import sys
 import time
 
 from localspec.commands.agent_run import add_agent_args, cmd_agent_run
-from localspec.commands.helpers import add_generation_args, add_model_args, add_thinking_args, open_from_args
+from localspec.commands.helpers import (add_generation_args, add_model_args, add_remote_args, add_thinking_args,
+                                        open_from_args, remote_config)
 from localspec.commands.reasoning_output import ReasoningPrinter
-from localspec.commands.remote import add_remote_args, cmd_remote_run, remote_config
+from localspec.commands.remote import cmd_remote_run
 
 
 def register(sub) -> None:

@@ -235,6 +235,24 @@ class ConversationStore:
     def delete(self, cid: str) -> None:
         self._write("DELETE FROM conversations WHERE id = ?", (cid,), must_change=cid)
 
+    def delete_messages(self, cid: str, start: int, stop: int | None = None) -> int:
+        """Delete the conversation's messages from position `start` up to `stop` (exclusive; None: to the end), in
+        the order messages() gives them, in one transaction (the app's edit, regenerate and delete). Returns how
+        many went."""
+        if start < 0 or (stop is not None and stop < start):
+            raise ValueError(f"bad message range {start}:{stop}")
+        gone = 0
+
+        def tx(db):
+            nonlocal gone
+            ids = [r[0] for r in db.execute("SELECT id FROM messages WHERE conversation = ? ORDER BY id",
+                                            (cid,)).fetchall()[start:stop]]
+            db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
+            db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (time.time(), cid))
+            gone = len(ids)
+        self._transaction(tx, cid)
+        return gone
+
     # -- reading ------------------------------------------------------------------------------------------------
     def resolve(self, ref: str) -> str:
         """A full ID, or a unique prefix of one (what a user types after `--resume`)."""
@@ -271,11 +289,14 @@ class ConversationStore:
 
     def list(self, search: str | None = None, *, limit: int | None = None,
              messages: bool = False) -> list[Conversation]:
-        """Newest activity first; `search` matches titles (case-insensitive, a plain substring)."""
+        """Newest activity first; `search` matches titles and message text (case-insensitive, a plain
+        substring)."""
         sql, args = _SELECT, []
         if search:
-            sql += " WHERE c.title LIKE ? ESCAPE '\\'"
-            args.append("%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+            like = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            sql += (" WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation = c.id"
+                    " AND m.content LIKE ? ESCAPE '\\')")
+            args += [like, like]
         sql += " ORDER BY c.updated DESC, c.rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"

@@ -29,9 +29,12 @@ class StatsView:
     finish_reason: str = ""
     switched_off: dict[str, str] = field(default_factory=dict)  # drafters resting for now, and why
     source: str = ""  # who measured these figures: "" here, else the remote server (e.g. "llama-server")
+    first_token_s: float | None = None  # the turn's wait for its first token (rendering and prefill included)
+    reused_prefix_tokens: int = 0  # prompt tokens not computed for the turn (kept in the cache or restored)
 
     @classmethod
-    def of(cls, stats: Stats, *, elapsed_s: float | None = None, target_token_s: float = 0.0) -> "StatsView":
+    def of(cls, stats: Stats, *, elapsed_s: float | None = None, target_token_s: float = 0.0,
+           first_token_s: float | None = None) -> "StatsView":
         """A snapshot; elapsed_s (generation time so far) replaces the final timing while a generation runs."""
         drafters = {name: (d.drafted, d.accepted) for name, d in dict(stats.drafters).items()}
         if elapsed_s is None:
@@ -42,7 +45,9 @@ class StatsView:
             speedup = now.estimated_speedup
         return cls(stats.generated_tokens, stats.drafted, stats.accepted, stats.target_passes, stats.acceptance_rate,
                    stats.mean_accepted_length, tps, speedup, drafters, stats.finish_reason,
-                   dict(stats.switched_off), getattr(stats, "source", ""))
+                   dict(stats.switched_off), stats.source,
+                   first_token_s if first_token_s is not None else (stats.first_token_s or None),
+                   stats.reused_prefix_tokens)
 
     @property
     def acceptance_text(self) -> str:

@@ -49,5 +49,11 @@ class PromptRead:
         return self.done / self.seconds if self.done and self.seconds > 0 else None
 
 
+def reading_text(done: int, total: int, rate: float | None = None) -> str:
+    """How every front end words a prompt being read (the app's status bar and panel, the CLI's stderr line)."""
+    speed = f" · {rate:,.0f} tok/s" if rate else ""
+    return f"reading prompt: {done:,} of {total:,} tokens{speed}"
+
+
 TurnEvent = Union[Delta, ReasoningWritten, PromptRead]
 Emit = Callable[[TurnEvent], None]

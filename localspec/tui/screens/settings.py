@@ -36,6 +36,11 @@ HELP = {
     "sampling.temperature": "0: greedy (exactly the target's own output); higher: more varied",
     "sampling.seed": "empty: random",
     "reasoning.thinking": "reasoning models think before answering (Ctrl+R switches it in the chat)",
+    "tools.enabled": "new chats offer the tools to the model (F6 switches this chat's)",
+    "backend.kind": "local: llama.cpp here · openai: an OpenAI-compatible server (the URL below)",
+    "backend.base_url": "the server's API root, e.g. http://localhost:8080/v1",
+    "backend.model": "model name on the server (empty: the first it lists)",
+    "backend.api_key": "bearer token for the server (empty: none, or OPENAI_API_KEY)",
     **{d.config_key: d.summary for d in registry.DRAFTERS},
 }
 MAX_TOKENS_LIMIT = 1_000_000

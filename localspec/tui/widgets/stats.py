@@ -34,6 +34,9 @@ def turn_table(v: StatsView | None) -> Table:
     t.add_row("tokens / s", f"{v.tokens_per_second:.1f}")
     t.add_row("est. speedup", v.speedup_text)
     t.add_row("tokens", f"{v.generated} in {v.target_passes} passes" if v.target_passes else str(v.generated))
+    if v.first_token_s is not None:
+        cached = f" ({v.reused_prefix_tokens:,} cached)" if v.reused_prefix_tokens else ""
+        t.add_row("first token", f"{v.first_token_s:.2f} s{cached}")
     if v.source:
         t.add_row("measured by", v.source)
     if v.finish_reason:
@@ -132,6 +135,22 @@ class StatsPanel(VerticalScroll):
         self.query_one(Sparkline).data = list(self.rates)
         if self.summary is not None and self.summary.display:
             self.summary.update(summary_line(self.view))
+
+    def reset(self) -> None:
+        """A new or reopened conversation: no turn of it has run here yet."""
+        self.view = None
+        self.rates.clear()
+        self._redraw(time.monotonic())
+
+    def reading(self, done: int, total: int, rate: float | None) -> None:
+        """The prompt is being read: say so where the turn's figures will be."""
+        from localspec.turns.events import reading_text
+
+        t = _grid()
+        t.add_row(reading_text(done, total, rate), "")
+        self.query_one("#turn-stats", Static).update(t)
+        if self.summary is not None and self.summary.display:
+            self.summary.update(reading_text(done, total, rate) + " · ^t panel")
 
     def show_totals(self, totals: SessionView) -> None:
         self.totals = totals
