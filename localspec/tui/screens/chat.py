@@ -49,24 +49,30 @@ def short_path(path: Path) -> str:
 
 
 class ChatScreen(Screen):
-    # Footer order is this order (then the app's Ctrl+Q, listed here too so it comes before the rest).
+    # Footer order is this order. At 80 columns the footer holds exactly the keys shown here (the palette's own
+    # "^p palette" gives way below WIDE_COLUMNS; F1 and the palette list every key): "esc Stop" takes the place of
+    # "^n New" and "^r Think" while a reply is written, when those two do nothing.
     BINDINGS = [
         Binding("f1", "app.help", "Help"),
         Binding("f2", "app.models", "Models"),
         Binding("f3", "app.settings", "Settings"),
+        Binding("f4", "sessions", "Chats"),
+        Binding("f5", "app.tools", "Tools"),
+        Binding("escape", "cancel", "Stop"),
+        Binding("ctrl+n", "new_chat", "New"),
+        Binding("ctrl+s", "save_transcript", "Save"),
+        Binding("ctrl+r", "toggle_thinking", "Think"),  # reasoning models: think first, or not
         Binding("ctrl+q", "app.quit", "Quit"),
-        Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+c", "interrupt", "Cancel", show=False, priority=True),  # before the prompt's copy
-        Binding("ctrl+n", "new_chat", "New chat"),
-        Binding("ctrl+r", "toggle_thinking", "Think", show=False),  # reasoning models: think first, or not
-        Binding("f6", "toggle_tools", "Tools on/off", show=False),
         Binding("ctrl+g", "regenerate", "Regenerate", show=False),
+        # Priority: the prompt (a TextArea) takes F6 as "select line". Not in the footer (priority would put it
+        # first there): the header says "tools on (F6)".
+        Binding("f6", "toggle_tools", "Tools on/off", show=False, priority=True),
     ]
     # Shown in the footer only when the terminal is wide. Each has a twin that is never shown: check_action turns
     # the shown one off below WIDE_COLUMNS (which hides it), and the key then falls through to its twin.
     _WIDE_ONLY = [("ctrl+t", "toggle_stats", "Stats"), ("ctrl+o", "toggle_origins", "Origins"),
-                  ("ctrl+y", "copy_last", "Copy reply"), ("ctrl+s", "save_transcript", "Export"),
-                  ("f4", "sessions", "Chats")]
+                  ("ctrl+y", "copy_last", "Copy reply")]
     # Ctrl+Y has priority (the prompt, a TextArea, would take it as "redo"), which would put it first in the
     # footer: it is listed in F1 and the palette instead.
     BINDINGS += [Binding(key, action, text, priority=key == "ctrl+y", show=key != "ctrl+y")
@@ -127,7 +133,9 @@ class ChatScreen(Screen):
         panel.summary = line
         if line.display:
             line.update(summary_line(panel.view))
-        self.query_one(Footer).compact = narrow
+        footer = self.query_one(Footer)
+        footer.compact = narrow
+        footer.show_command_palette = not narrow  # at 80 columns the keys need the room
 
     def refresh_header(self) -> None:
         """The right of the top bar: workspace folder, tools on or off, approval mode."""
@@ -136,7 +144,8 @@ class ChatScreen(Screen):
         tools = "on" if session.tools_on else "off"
         if session.tools_on and session.next_tool:
             tools = f"next: {session.next_tool}"
-        text = f"{folder} · tools {tools} · approval {session.toolbox.policy.mode} "
+        key = "" if self.narrow else " (F6)"
+        text = f"{folder} · tools {tools}{key} · approval {session.toolbox.policy.mode} "
         for bar in self.query("#where").results(Static):
             bar.update(text)
 
@@ -177,7 +186,9 @@ class ChatScreen(Screen):
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "cancel":
-            return True if self.busy or self._editing is not None else None  # greyed out: nothing to cancel
+            return self.busy or self._editing is not None  # hidden when there is nothing to stop
+        if action in ("new_chat", "toggle_thinking"):  # hidden while a reply is written or a message edited: esc
+            return not self.busy and self._editing is None  # (Stop) takes their place in the footer
         if action in ("edit_message", "regenerate_message", "delete_message"):
             focused = self.focused
             role = focused.role if isinstance(focused, ChatMessage) else None
@@ -234,8 +245,11 @@ class ChatScreen(Screen):
         self.busy = True
         self._run_turn(text, self._cancel, tool)
         self.refresh_header()  # a tool set for this message is used now
-        if not self._title:
-            self.refresh_title()
+        if not self._title:  # a new chat's title is its first message (the store has not seen it yet)
+            from localspec.conversations.store import title_from
+
+            self._title = title_from(text)
+            self.set_status(self._status)
 
     @work(thread=True, group="turn")
     def _run_turn(self, text: str, cancel: threading.Event, tool: str | None = None) -> None:
@@ -428,8 +442,9 @@ class ChatScreen(Screen):
         if isinstance(ev, ReadingPrompt):
             from localspec.turns.events import reading_text
 
-            if ev.total >= READING_FROM:
-                self.set_status(reading_text(ev.done, ev.total, ev.rate) + " (Esc cancels)")
+            if ev.total >= READING_FROM:  # narrow: the figures are on the summary line below, not in the top bar
+                self.set_status("reading prompt… (Esc cancels)" if self.narrow else
+                                reading_text(ev.done, ev.total, ev.rate) + " (Esc cancels)")
                 stats.reading(ev.done, ev.total, ev.rate)
             return
         if self.busy and self._status.startswith("reading prompt"):
@@ -515,13 +530,7 @@ class ChatScreen(Screen):
     def action_narrow_copy_last(self) -> None:
         self.action_copy_last()
 
-    def action_narrow_save_transcript(self) -> None:
-        self.action_save_transcript()
-
     def action_sessions(self) -> None:
-        self.app.action_sessions()
-
-    def action_narrow_sessions(self) -> None:
         self.app.action_sessions()
 
     def last_reply(self) -> str | None:

@@ -60,7 +60,7 @@ def drafter_table(v: StatsView | None) -> Table:
     for name, (drafted, accepted) in sorted((v.drafters if v else {}).items()):
         t.add_row(Text(LABELS.get(name, name), style=colour(name)), str(drafted), str(accepted))
     if not v or not v.drafters:
-        t.add_row(Text("none yet", style="dim"), "", "")
+        t.add_row(Text("none yet" if v is None else "nothing drafted", style="dim"), "", "")
     return t
 
 
@@ -140,7 +140,8 @@ class StatsPanel(VerticalScroll):
         """A new or reopened conversation: no turn of it has run here yet."""
         self.view = None
         self.rates.clear()
-        self._redraw(time.monotonic())
+        if self.query("#turn-stats"):  # composed (else it draws from the empty view when it is)
+            self._redraw(time.monotonic())
 
     def reading(self, done: int, total: int, rate: float | None) -> None:
         """The prompt is being read: say so where the turn's figures will be."""
