@@ -63,7 +63,7 @@ def cmd_serve(args) -> int:
     opened = open_from_args(args)
     pair, engine, config = opened.pair, opened.engine, opened.config
     target = Path(pair.target.path)
-    model_id = args.model_name or config.pair or target.stem
+    model_id = args.model_name or config.pair or target.stem  # the demo's pair name is "demo", as everywhere
     service = ChatService(pair, engine, model_id=model_id, defaults=config.params, fmt=fmt,
                           max_waiting=args.max_queue, aliases=(target.name, target.stem))
     draft = Path(pair.draft.path).name if pair.draft is not None else "none"

@@ -57,10 +57,11 @@ def cmd_tools(args) -> int:
     if args.json:
         print(json.dumps(rows, ensure_ascii=False))
         return 0
-    width = max(len(r["name"]) for r in rows)
-    src = max(len(r["source"]) for r in rows)
+    width = max(len(r["name"]) for r in [*rows, {"name": "NAME"}])
+    src = max(len(r["source"]) for r in [*rows, {"source": "SOURCE"}])
+    print(f"{'NAME':<{width}}  {'SOURCE':<{src}}  {'ACCESS':<6} DESCRIPTION")
     for r in rows:
         access = "read" if r["read_only"] else "write"
         desc = r["description"] if len(r["description"]) <= 70 else r["description"][:67] + "..."
-        print(f"{r['name']:<{width}}  {r['source']:<{src}}  {access:<5}  {desc}")
+        print(f"{r['name']:<{width}}  {r['source']:<{src}}  {access:<6} {desc}")
     return 0

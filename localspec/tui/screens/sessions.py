@@ -15,6 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from localspec.conversations import ConversationError
+from localspec.tui.widgets.rowtable import RowTable
 
 HELP = "Enter opens · r renames · d deletes · / searches titles and messages · Esc goes back"
 
@@ -41,7 +42,7 @@ class SessionsScreen(Screen):
         yield Label("Saved conversations", classes="heading")
         yield Static(HELP, id="sessions-help")
         yield Input(placeholder="Search titles and messages (/)", id="sessions-search")
-        yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+        yield RowTable(id="sessions", cursor_type="row", zebra_stripes=True)
         yield Static("", id="sessions-empty")
         yield Footer()
 
