@@ -85,8 +85,10 @@ def add_thinking_args(p, *, prefix: str = "", suppress: bool = False) -> None:
         help="let the model think first where config.toml turned it off")
 
 
-def add_remote_args(p, *, prefix: str = "", suppress: bool = False, key_flag: str = "--api-key") -> None:
-    """`key_flag`: serve's own --api-key guards its clients, so there the server's key is --backend-api-key."""
+def add_remote_args(p, *, prefix: str = "", suppress: bool = False, key_flag: str = "--api-key",
+                    key_dest: str = "api_key") -> None:
+    """`key_flag`, `key_dest`: serve's own --api-key guards its clients, so there the backend's key is
+    --backend-api-key (remote_config then reads it from `key_dest`)."""
     add = flag_adder(p, prefix, suppress)
     add("--backend", dest="backend", choices=("local", "openai"), default=None,
         help="local: llama.cpp here; openai: an OpenAI-compatible server (vLLM, llama-server, localspec serve); "
@@ -95,17 +97,20 @@ def add_remote_args(p, *, prefix: str = "", suppress: bool = False, key_flag: st
         help="server API root for --backend openai, e.g. http://host:8000/v1 (default: backend.base_url)")
     add("--model", dest="remote_model", metavar="NAME", default=None,
         help="model name on the server (default: backend.model, else the first it lists)")
-    add(key_flag, dest="api_key", metavar="KEY", default=None,
+    add(key_flag, dest=key_dest, metavar="KEY", default=None,
         help="bearer token for the server (default: backend.api_key, env LOCALSPEC_REMOTE_API_KEY or "
              "OPENAI_API_KEY)")
 
 
-def remote_config(args, prefix: str = ""):
+def remote_config(args, prefix: str = "", key_dest: str = "api_key"):
     """The server the arguments (or config.toml) choose, or None for the local engine (launch/remote.py)."""
+    from dataclasses import replace
+
     from localspec.launch.remote import resolve_remote
     from localspec.models.config import load_config
 
-    return resolve_remote(flags_from_args(args, prefix), load_config())
+    flags = replace(flags_from_args(args, prefix), api_key=getattr(args, prefix + key_dest, None))
+    return resolve_remote(flags, load_config())
 
 
 def flags_from_args(args: argparse.Namespace, prefix: str = ""):
