@@ -44,6 +44,14 @@ def tool_choice(request: TurnRequest, prompt_tools: Sequence[dict]):
     return "auto"
 
 
+def budget(request: TurnRequest) -> int:
+    """One completion's token limit: a local turn gives its text and each call their own limits; a server gets one
+    request for both, so a call may take as many tokens as a call may here."""
+    if request.tools and request.choice != "none":
+        return max(request.params.max_tokens, request.call_max_tokens)
+    return request.params.max_tokens
+
+
 def _int(value) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
@@ -120,7 +128,7 @@ class RemoteTurns:
         done: RemoteDone | None = None
         stream = self.backend.stream(
             wire_messages(messages), tools, tool_choice(request, prompt_tools) if tools else None,
-            max_tokens=request.total_tokens or params.max_tokens, temperature=sampling.temperature,
+            max_tokens=request.total_tokens or budget(request), temperature=sampling.temperature,
             top_p=sampling.top_p if sampling.temperature > 0 else None, seed=sampling.seed,
             stop=list(params.stop) or None, cancel=cancel, extra=extra)
         for ev in stream:
