@@ -93,6 +93,8 @@ def main(argv=None) -> int:
     p.add_argument("--target", required=True)
     p.add_argument("--limit", type=int)
     p.add_argument("--n-gpu-layers", type=int, default=None, help="default: all where the build can offload")
+    p.add_argument("--tool-choice", choices=("auto", "required"), default=None,
+                   help="for cases that name none (as `localspec bench --tool-choice`)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 
@@ -101,9 +103,10 @@ def main(argv=None) -> int:
     cases = load_suite(a.suite, a.limit)
     oracle = OracleDrafter()
     costs = CostModel()
-    runs = {"baseline": runner.ConfigRun(pair, config, runner.CONFIGS["baseline"], warm_up=cases[0]),
-            "oracle": runner.ConfigRun(pair, config, runner.CONFIGS["baseline"], warm_up=cases[0], costs=costs),
-            "toolspec": runner.ConfigRun(pair, config, runner.CONFIGS["toolspec"], warm_up=cases[0], costs=costs)}
+    kw = dict(warm_up=cases[0], tool_choice=a.tool_choice)
+    runs = {"baseline": runner.ConfigRun(pair, config, runner.CONFIGS["baseline"], **kw),
+            "oracle": runner.ConfigRun(pair, config, runner.CONFIGS["baseline"], costs=costs, **kw),
+            "toolspec": runner.ConfigRun(pair, config, runner.CONFIGS["toolspec"], costs=costs, **kw)}
     runs["oracle"].engine.drafter = oracle
     phases: list[tuple[list[int], list[int]]] = []  # baseline's generations in its last case: (prompt, tokens)
     plain = runs["baseline"].engine.stream

@@ -2,7 +2,11 @@
 # Tool-call drafting benchmarks behind the "Tool calls" table of benchmarks/README.md.
 # Usage: benchmarks/run_toolcalls.sh [FULL=1]   results land in benchmarks/results/*.json
 # Without FULL=1 the slower runs use the first N cases of each suite (the limits in the table); on a 2-core CPU
-# the whole set (FULL=1) then takes about an hour.
+# the whole set (FULL=1) then takes over an hour.
+# Every case is one turn of the product's turn engine with the product's configuration (`localspec bench`). The
+# cases of these suites always expect a call, so they run with tool_choice "required" (what `run --tools
+# --tool-choice required` and `serve` with tool_choice "required" run): with "auto" the 135M/270M models often answer
+# in prose instead, and the suite would measure prose. TC=auto runs them as `run --tools` does by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${SUITE:-benchmarks/bfcl_subset.jsonl}
@@ -28,8 +32,10 @@ for src, dst, ft in ((gem, c / "gemma-3-270m-f16.gguf", "F16"), (gem, c / "gemma
 PY
 lim() { [[ ${FULL:-} == 1 ]] || echo "--limit $1"; }
 # The oracle ceiling beside a bench result: results/oracle-NAME.json (benchmarks/chart.py marks it).
-o() { local n=$1; shift; python benchmarks/oracle_ceiling.py "$@" --json > "benchmarks/results/oracle-$n.json"; }
-b() { local n=$1; shift; echo "== $n"; python -m localspec bench "$@" --json --outputs > "benchmarks/results/$n.json"
+o() { local n=$1; shift; python benchmarks/oracle_ceiling.py "$@" --tool-choice "${TC:-required}" --json \
+      > "benchmarks/results/oracle-$n.json"; }
+b() { local n=$1; shift; echo "== $n"; python -m localspec bench "$@" --tool-choice "${TC:-required}" --json --outputs \
+      > "benchmarks/results/$n.json"
       python benchmarks/summarize.py "benchmarks/results/$n.json"; }
 b gemma-multiturn "$M" --target "$G" --configs baseline,toolspec $(lim 16)
 b gemma-bfcl "$S" --target "$G" --configs baseline,toolspec $(lim 20)

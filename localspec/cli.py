@@ -14,6 +14,7 @@ import traceback
 
 from localspec import __version__
 from localspec.errors import LocalspecError
+from localspec.terminal import safe_text
 
 # Every command module, in the order `localspec --help` lists them; each has register(subparsers). Adding a
 # command is one line here. A module with add_top_level_args (the app) also owns the bare `localspec [--pair ...]`.
@@ -78,7 +79,7 @@ def _main(argv: list[str] | None) -> int:
         return int(args.func(args) or 0)
     except LocalspecError as exc:
         _show_traceback()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {safe_text(exc, 4000, newlines=True)}", file=sys.stderr)  # may quote model or server text
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -88,7 +89,7 @@ def _main(argv: list[str] | None) -> int:
     except Exception as exc:  # a bug: still one line, and the way to see more
         _show_traceback()
         hint = "" if debug_enabled() else f" (set {DEBUG_ENV}=1 to see the traceback)"
-        print(f"error: unexpected {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
+        print(f"error: unexpected {type(exc).__name__}: {safe_text(exc, 4000, newlines=True)}{hint}", file=sys.stderr)
         return 1
 
 

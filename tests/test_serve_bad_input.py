@@ -154,6 +154,32 @@ BAD = [
      "chat_template_kwargs"),
     ("reasoning_format unknown", body(reasoning_format="raw"), 400, "reasoning_format"),
     ("reasoning_format a boolean", body(reasoning_format=False), 400, "reasoning_format"),
+    # Issue 27: values decoded or encoded later are checked like the body (each was a 500 with a traceback).
+    ("lone surrogate in content", body(messages=[{"role": "user", "content": "\ud800"}]), 400, "messages[0].content"),
+    ("lone surrogate in a text part", body(messages=[{"role": "user", "content": [{"type": "text",
+                                                                                   "text": "a\udfffb"}]}]),
+     400, "messages[0].content[0].text"),
+    ("lone surrogate in a tool description", body(tools=[{"type": "function", "function": {
+        "name": "f", "description": "x\udc00"}}]), 400, "tools[0].function.description"),
+    ("lone surrogate in a schema key", body(tools=[tool(parameters={"type": "object", "properties": {
+        "\ud83d": {"type": "string"}}})]), 400, "tools[0].function.parameters.properties"),
+    ("lone surrogate in a stop string", body(stop=["\ud800"]), 400, "stop[0]"),
+    ("lone surrogate escaped in arguments", body(messages=[*HELLO, {"role": "assistant", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "f", "arguments": '{"a": "\\ud800"}'}}]}]), 400,
+     "messages[1].tool_calls[0].function.arguments"),
+    ("arguments nested 100,000 deep", body(messages=[*HELLO, {"role": "assistant", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "f", "arguments": '{"a": ' + "[" * 100_000 +
+                                                     "]" * 100_000 + "}"}}]}]), 400,
+     "messages[1].tool_calls[0].function.arguments"),
+    ("arguments nested 65 deep", body(messages=[*HELLO, {"role": "assistant", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "f", "arguments": json.dumps(nested(65))}}]}]), 400,
+     "messages[1].tool_calls[0].function.arguments"),
+    ("arguments with a 5,000-digit integer", body(messages=[*HELLO, {"role": "assistant", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "f", "arguments": '{"a": ' + "9" * 5000 + "}"}}]}]),
+     400, "messages[1].tool_calls[0].function.arguments"),
+    ("arguments with NaN", body(messages=[*HELLO, {"role": "assistant", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "f", "arguments": '{"a": NaN}'}}]}]), 400,
+     "messages[1].tool_calls[0].function.arguments"),
     ("body an array", [1, 2], 400, None),
     ("body a string", "hello", 400, None),
     ("body null", None, 400, None),

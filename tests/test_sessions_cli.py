@@ -163,8 +163,9 @@ def test_bad_input_is_one_line(argv, needle, tmp_path):
 
 def test_a_corrupt_store_is_one_line(tmp_path):
     home = tmp_path / "home"
-    db(home).parent.mkdir(parents=True)
+    db(home).parent.mkdir(parents=True, mode=0o700)
     db(home).write_bytes(b"garbage" * 1000)
+    db(home).chmod(0o600)  # private already: no notice about tightening it
     proc = localspec("sessions", home=home)
     assert proc.returncode == 1 and "cannot open the conversation store" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

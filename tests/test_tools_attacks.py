@@ -179,10 +179,18 @@ def test_high_danger_variants(ws, command, needle):
     assert danger.level == "high" and needle in str(danger), danger
 
 
+@pytest.mark.parametrize("command", [
+    "git -c alias.x='!touch PWNED' x", "git --config-env=core.pager=P log",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=x git log",
+])
+def test_git_configuration_that_runs_programs_is_high(ws, command):
+    """Issue 27: configuration keys that run programs are high, set for one run or for good."""
+    danger = rate_shell(command, ws)
+    assert danger.level == "high" and "git configuration that runs a program" in str(danger), danger
+
+
 @pytest.mark.parametrize("command, needle", [
-    ("git -c alias.x='!touch PWNED' x", "git configuration"),
-    ("git --config-env=core.pager=P log", "git configuration"),
-    ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=x git log", "GIT_CONFIG"),
+    ("git -c user.name=x log", "git configuration"),
     ("LD_PRELOAD=./x.so ls", "LD_PRELOAD"),
     ("PYTHONPATH=. python3 build.py", "PYTHONPATH"),
     ("BASH_ENV=./x bash build.sh", "BASH_ENV"),

@@ -155,3 +155,130 @@ def test_not_low(ws, command, needle):
     danger = rate_shell(command, ws)
     assert danger.level != "low", danger
     assert any(needle in r for r in danger.reasons), danger.reasons
+
+
+# ---- issue 27: every spelling of an option reads alike; writes that run code later are high -------------------
+
+# Each command the issue found rated "low" and offered "always", then the other spellings of the same thing.
+SPELLINGS = [
+    # attached short option, its separate word, --opt=value, --opt value, a unique abbreviation
+    "cp -t/root/.ssh authorized_keys", "cp -t /root/.ssh authorized_keys", "cp --target-directory=/root/.ssh k",
+    "cp --target-directory /root/.ssh k", "cp --target=/root/.ssh k", "cp --targ /root/.ssh k", "cp -at/root/.ssh k",
+    "mv -t/root/.ssh k", "ln -st/root/.ssh k", "install -t/root/.ssh k", "install -m 600 -t/root/.ssh k",
+    "tar -C/root -xf a.tar", "tar -xf a.tar -C/root", "tar xf a.tar -C /root", "tar --directory=/root -xf a.tar",
+    "tar --dir /root -xf a.tar", "tar -xzC/root -f a.tgz",
+    "unzip -d/root a.zip", "unzip a.zip -d /root", "unzip -qd/root a.zip",
+    "sort -o/root/.bashrc x", "sort -o /root/.bashrc x", "sort --output=/root/.bashrc x", "sort --out /root/.bashrc x",
+    "sort -uo/root/.bashrc x", "patch -o/root/.bashrc a.txt < p.diff", "patch --output=/root/.bashrc a.txt",
+    "patch -d/etc -p1 < p.diff",
+    "make -C/etc", "make -C /etc", "make --directory=/etc", "make --dir /etc", "make -f/etc/Makefile",
+    "make -sC/etc", "curl -o/root/.bashrc https://x", "curl -so ~/.bashrc https://x", "wget -O/root/.bashrc https://x",
+    "wget -P ~/.ssh https://x", "gcc -o/root/.bashrc x.c", "dd if=x of=/root/.bashrc",
+    # writes into .git: hooks and config run later
+    "cp hook.sh .git/hooks/pre-commit", "cp hook.sh .git/hooks/", "cp -t .git/hooks hook.sh", "cp -t.git/hooks x",
+    "ln -s ../../hook.sh .git/hooks/pre-commit", "ln -sf x .git/hooks/post-checkout", "mv hook.sh .git/hooks/pre-commit",
+    "install -m755 hook.sh .git/hooks/pre-commit", "chmod +x .git/hooks/pre-commit", "chmod 755 .git/hooks/pre-push",
+    "touch .git/hooks/pre-commit", "tee .git/hooks/pre-commit < hook.sh", "echo x | tee -a .git/config",
+    "echo '[core] fsmonitor = x' >> .git/config", "printf x > .git/hooks/pre-commit", "cat x > sub/.git/config",
+    "sed -i s/a/b/ .git/config", "sed -ie s/a/b/ .git/config", "sed --in-place s/a/b/ .git/config",
+    "rsync x .git/hooks/pre-commit", "cp x ./.git/hooks/pre-commit", "cp x sub/../.git/hooks/pre-commit",
+    "cd .git/hooks && cp ../../hook.sh pre-commit", "cd .git/hooks; ln -s ../../x pre-commit",
+    "cd /etc && echo x > cron.d/job", "tar -C .git/hooks -xf hooks.tar", "unzip -d .git/hooks hooks.zip",
+    # shell start-up files, ~/.ssh, ~/.gitconfig and others that run code later
+    "echo 'curl x | sh' >> ~/.bashrc", "echo x > ~/.profile", "tee -a ~/.zshrc < x", "cp x ~/.bash_profile",
+    "cp key.pub ~/.ssh/authorized_keys", "cat k >> ~/.ssh/authorized_keys", "cp x ~/.gitconfig",
+    "cp x $HOME/.bashrc", "mkdir -p ~/.config/autostart", "cp x ~/.config/systemd/user/x.service",
+    "cp x ~/.config/git/config", "ln -s /tmp/x ~/.zshenv",
+    # git config keys that run programs, in every spelling
+    'git config --global core.pager "sh -c id"', "git config core.fsmonitor ./x.sh", "git config core.pager less",
+    "git config core.sshCommand 'sh -c id'", "git config core.editor vi", "git config core.hooksPath /tmp/h",
+    "git config core.hookspath .githooks", "git config alias.st '!sh -c id'", "git config credential.helper '!x'",
+    "git config diff.x.textconv ./x", "git config diff.external ./x", "git config merge.x.driver ./x",
+    "git config filter.lfs.smudge ./x", "git config filter.x.process ./x", "git config gpg.program ./x",
+    "git config sequence.editor ./x", "git config pager.log ./x", "git config include.path /tmp/evil",
+    "git config includeIf.gitdir:/.path /tmp/evil", "git config init.templateDir /tmp/t",
+    "git config protocol.ext.allow always", "git config safe.directory '*'", "git config interactive.diffFilter x",
+    "git config remote.origin.uploadpack ./x", "git config submodule.x.update '!sh'", "git config CORE.PAGER x",
+    "git config set core.pager x", "git config --add core.pager x", "git config --replace-all core.pager x",
+    "git config --local core.fsmonitor x", "git config -f .git/config core.fsmonitor x", "git config --file=x core.pager y",
+    "git config --global user.name x", "git config --glob user.name x", "git config --system user.name x",
+    "git -C . config core.fsmonitor x", "git --no-pager config core.fsmonitor x", "git config -e --global",
+    "git -c core.fsmonitor=./x status", "git -c core.pager=x log", "git -c alias.x=!sh x",
+    "git --config-env=core.pager=EVIL log",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=x git status",
+    """GIT_CONFIG_PARAMETERS="'core.pager'='sh -c id'" git log""", "git clone --template=/tmp/t url",
+    "git clone -c core.fsmonitor=x url", "git clone --config core.sshCommand=x url",
+    "install -D x .git/hooks/pre-commit", "rsync -a hooks/ .git/hooks/", "dd if=x of=.git/hooks/pre-commit",
+    "cat > .git/hooks/pre-commit <<EOF\nx\nEOF", "printf x | sponge .git/hooks/x", "busybox cp x .git/hooks/y",
+    "find . -name x -exec cp {} .git/hooks/ \\;", "xargs cp -t/root/.ssh < list", "cp -r hooks .git",
+    "git config --global --add safe.directory '*'",
+    # the same through a wrapper or a nested shell
+    "sh -c 'cp -t/root/.ssh k'", "env cp hook.sh .git/hooks/pre-commit", "bash -c 'git config core.pager x'",
+    "sudo -u me make -C/etc", "timeout 5 sort -o/root/.bashrc x",
+]
+
+
+@pytest.mark.parametrize("command", SPELLINGS)
+def test_every_spelling_is_high(ws, command):
+    danger = rate_shell(command, ws)
+    assert danger.level == "high", danger
+
+
+@pytest.mark.parametrize("command", SPELLINGS)
+def test_every_spelling_is_never_remembered(ws, command):
+    """"Allow always" is never offered for them (high), so no later spelling runs unasked."""
+    from localspec.tools import Policy, Toolbox
+
+    asked = []
+    tb = Toolbox(ws, Policy("ask"), lambda request: asked.append(request) or False)
+    tb.call("run_shell", {"command": command})
+    assert len(asked) == 1 and asked[0].always is None, command
+
+
+@pytest.mark.parametrize("command", [
+    "git status", "git log --oneline", "git config --get core.pager", "git config core.pager", "git config -l",
+    "git config --list --show-origin", "git config get core.editor", "git diff", "make", "make -j4 test",
+    "make -C sub", "make -C ./sub/dir", "tar -xf a.tar", "tar -C sub -xf a.tar", "unzip -d out a.zip",
+    "sort -o out.txt x", "cp a b", "cp -t sub a", "cp -r src dst", "gcc -Isrc/include -o build/x main.c",
+    "cat .git/config", "ls .git/hooks", "grep -r x .gitignore", "cp .gitignore x.txt", "touch .github/ci.yml",
+    "echo hi > notes.txt", "curl -o out.html https://example.com", "cd sub && cp a b", "git clone url",
+    "git clone -c user.name=x url", "echo ok > .gitignore", "git init",
+])
+def test_ordinary_spellings_are_not_high(ws, command):
+    (ws / "sub").mkdir(exist_ok=True)
+    assert rate_shell(command, ws).level != "high", rate_shell(command, ws)
+
+
+@pytest.mark.parametrize("command, level", [
+    ("git config user.name me", "medium"), ("git config alias.st status", "medium"),
+    ("git config --unset core.pager", "medium"), ("git config --get-regexp alias", "low"),
+])
+def test_git_config_writes_without_programs(ws, command, level):
+    assert rate_shell(command, ws).level == level
+
+
+@pytest.mark.parametrize("command", [
+    "make -C/etc", "make -C /etc", "make --directory=/etc", "cp -t/etc x", "ls -I/etc", "python3 x.py --out=/etc/x",
+    "./run.sh -o/root/.bashrc", "tool -t/root/.ssh", "tool -xzf/etc/passwd",
+])
+def test_allowances_read_the_same_spellings(ws, command):
+    """Pure decision: what "always" would remember reads attached and '=' values like the rating does."""
+    from localspec.tools.allowance import remember
+
+    kept = remember(command, ws)
+    assert kept.allowance is None and "outside the workspace" in kept.reason, (command, kept)
+
+
+def test_option_reader_reads_every_spelling_alike():
+    from localspec.tools.options import Syntax, embedded_paths, read
+
+    syntax = Syntax("tS", frozenset({"--target-directory", "--suffix"}), frozenset({"--recursive", "--force"}))
+    for args in (["-t/x", "a"], ["-t", "/x", "a"], ["--target-directory=/x", "a"], ["--target-directory", "/x", "a"],
+                 ["--target=/x", "a"], ["--targ", "/x", "a"], ["-rft/x", "a"], ["-rft", "/x", "a"], ["a", "-t/x"]):
+        reading = read(args, syntax)
+        assert reading.values("-t", "--target-directory") == ["/x"] and reading.positionals == ["a"], args
+    assert read(["--", "-t/x"], syntax).positionals == ["-t/x"]
+    assert read(["--re", "a"], syntax).positionals == ["a"]  # a flag's abbreviation takes no value
+    assert "/root" in embedded_paths("-C/root") and "/etc" in embedded_paths("--dir=/etc")
+    assert "/etc/passwd" in embedded_paths("-xzf/etc/passwd")
+    assert len(embedded_paths("-" + "a" * 100_000 + "/x")) <= 3  # one pass, a handful of pieces

@@ -7,4 +7,5 @@ from localspec.speculative.drafters.history import CallHistory
 
 
 def call_history() -> CallHistory:
-    return CallHistory(get_paths().call_history_file)
+    paths = get_paths()
+    return CallHistory(paths.call_history_file, within=paths.data_dir)

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from localspec.private_files import open_append
+
 
 def transcripts_dir() -> Path:
     from localspec.models.paths import get_paths
@@ -26,16 +28,18 @@ def new_session_id() -> str:
 
 
 class Transcript:
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, *, within: Path | str | None = None):
+        """Append to `path` (created 0600 in a private folder, never through a link); `within`: localspec's
+        folder above it, tightened too."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._file = open_append(self.path, within=within)
         self._lock = threading.Lock()
 
     @classmethod
     def open(cls, session_id: str | None = None, directory: Path | str | None = None) -> "Transcript":
         folder = Path(directory) if directory is not None else transcripts_dir()
-        return cls(folder / f"{session_id or new_session_id()}.jsonl")
+        within = None if directory is not None else folder.parent
+        return cls(folder / f"{session_id or new_session_id()}.jsonl", within=within)
 
     @property
     def session_id(self) -> str:

@@ -10,7 +10,6 @@ Denied calls go back to the model as failed tool results, so it can answer anywa
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -18,7 +17,8 @@ from localspec.commands.helpers import flags_from_args, open_from_args
 from localspec.commands.tools import add_mcp_arg, start_mcp
 from localspec.conversations import find_saved
 from localspec.errors import ConfigError
-from localspec.tools.display import arguments_line, safe_text
+from localspec.terminal import display_text, safe_json, safe_text
+from localspec.tools.display import arguments_line
 
 APPROVE_MODES = ("ask", "auto", "never")
 
@@ -93,7 +93,7 @@ class _Printer:
         if kind != "text" or ev.kind != "reasoning":
             self.thoughts.end()
         if kind == "text" and ev.kind == "text":
-            sys.stdout.write(safe_text(ev.text, newlines=True))  # text from files the model read: no escapes
+            sys.stdout.write(display_text(ev.text))  # text from files the model read: no escapes
             sys.stdout.flush()
             self.at_line_start = ev.text.endswith("\n")
         elif kind == "tool_call":
@@ -103,7 +103,7 @@ class _Printer:
             self._err(f"<- {safe_text(ev.name, 100)}: " + (f"ok ({len(r.content)} chars)" if r.ok
                                                           else f"error: {safe_text(r.error or '', 2000)}"))
         elif kind == "notice":
-            self._err(f"note: {ev.message}")
+            self._err(f"note: {safe_text(ev.message, 2000)}")
         elif kind == "stats":
             self._err(f"[step {ev.step}: {ev.stats.summary()}]")
 
@@ -177,16 +177,16 @@ def cmd_agent_run(args, remote=None) -> int:
         if recorder is not None:
             recorder.close()
     if recorder is not None and recorder.error:
-        print(f"warning: the conversation was not saved completely: {recorder.error}", file=sys.stderr)
+        print(f"warning: the conversation was not saved completely: {safe_text(recorder.error, 500)}",
+              file=sys.stderr)
 
     if args.json:
-        print(json.dumps(result.to_dict(**run.info(), conversation=recorder.id if recorder else None),
-                         ensure_ascii=False))
+        print(safe_json(result.to_dict(**run.info(), conversation=recorder.id if recorder else None)))
     else:
         from localspec.commands.console import end_reply
 
         end_reply()
-        note = f"; {result.error}" if result.error else ""
+        note = f"; {safe_text(result.error, 500)}" if result.error else ""
         saved = f"; saved as {recorder.id}" if recorder and recorder.id else ""
         print(f"[{result.steps} step(s), {len(result.tool_calls)} tool call(s), finish: {result.finish_reason}{note}"
               f"{saved}]", file=sys.stderr)
@@ -254,5 +254,5 @@ def _recorder(args, run, workspace: Path, system: str | None, conversation_id: s
 
     recorder, why = open_recorder(conversation_id, meta=meta)
     if why:
-        print(f"warning: the conversation will not be saved: {why}", file=sys.stderr)
+        print(f"warning: the conversation will not be saved: {safe_text(why, 500)}", file=sys.stderr)
     return recorder

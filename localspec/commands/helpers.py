@@ -145,5 +145,7 @@ def open_from_args(args: argparse.Namespace, config=None, *, warn: bool = True):
     config = config or config_from_args(args)
     opened = open_engine(config, history=call_history() if "history" in config.drafting.drafters else None)
     if opened.warning and warn:
-        print(f"warning: {opened.warning}", file=sys.stderr)
+        from localspec.terminal import safe_text
+
+        print(f"warning: {safe_text(opened.warning, 2000)}", file=sys.stderr)  # it names a file: escaped
     return opened

@@ -17,6 +17,7 @@ from localspec.models.install import add_pair, pair_state, pull_file, pull_pair,
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
 from localspec.models.resolve import DEMO, demo_pair
+from localspec.terminal import safe_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,17 +75,20 @@ def cmd_models(args: argparse.Namespace) -> int:
     print(f"pairs (catalog {catalog.source}; * = default)")
     for p in pairs:
         unverified = "" if p["target"]["verified"] and p["draft"]["verified"] else "  (names unverified)"
-        print(f"{'*' if p['default'] else ' '} {p['name']:<18} {p['state']:<9} {format_mb(p['size']):>10}  "
-              f"{p['target']['file']} + {p['draft']['file']}{unverified}")
+        print(f"{'*' if p['default'] else ' '} {safe_text(p['name']):<18} {p['state']:<9} {format_mb(p['size']):>10}  "
+              f"{safe_text(p['target']['file'])} + {safe_text(p['draft']['file'])}{unverified}")
     print(f"{'*' if demo['default'] else ' '} {DEMO:<18} {demo['state']:<9} {'':>10}  {demo['description']}")
     if registry.pairs:
         print("\nyour pairs (localspec add)")
         for n, up in registry.pairs.items():
-            print(f"{'*' if n == default else ' '} {n:<18} {up.target} + {up.draft or '(no draft)'}")
+            print(f"{'*' if n == default else ' '} {safe_text(n):<18} {safe_text(up.target)} + "
+                  f"{safe_text(up.draft or '(no draft)')}")
     print("\ninstalled files" if registry.files else "\nno model files installed: run "
           f"{catalog.pull_hint()}")
     for f in registry.files:
-        print(f"  {f.repo or '(local)'}  {f.file}  {format_mb(f.size)}  {f.status()}  {f.path}")
+        # File names and paths can hold anything (a local file added by path): shown escaped like all output.
+        print(f"  {safe_text(f.repo or '(local)')}  {safe_text(f.file)}  {format_mb(f.size)}  {f.status()}  "
+              f"{safe_text(f.path)}")
     return 0
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from localspec.terminal import display_text
+
 
 class ReasoningPrinter:
     """Answer text to stdout; reasoning to stderr (dim, when it is a terminal) or nowhere: a script reading stdout
@@ -20,12 +22,12 @@ class ReasoningPrinter:
                 if self.show:
                     if not self.in_reasoning:
                         sys.stderr.write(("\x1b[2m" if self.dim else "") + "[thinking] ")
-                    sys.stderr.write(text)
+                    sys.stderr.write(display_text(text))  # model text: its control characters are shown, not run
                     sys.stderr.flush()
                 self.in_reasoning = True
             else:
                 self.end()
-                sys.stdout.write(text)
+                sys.stdout.write(display_text(text))
                 sys.stdout.flush()
 
     def end(self) -> None:

@@ -7,7 +7,6 @@ launch/remote.py.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from localspec.errors import ConfigError
@@ -25,7 +24,8 @@ def cmd_remote_run(args, config) -> int:
     from localspec.remote.backend import RemoteBackend, RemoteDone, RemoteReasoningDelta, RemoteTextDelta, \
         RemoteToolCall
     from localspec.remote.stats import summary
-    from localspec.tools.display import ARGUMENT_CHARS, safe_text
+    from localspec.terminal import display_text, safe_json, safe_text
+    from localspec.tools.display import ARGUMENT_CHARS
 
     _check(args)
     backend = RemoteBackend(config.base_url, config.model, config.api_key)
@@ -36,25 +36,26 @@ def cmd_remote_run(args, config) -> int:
     messages = [{"role": "user", "content": args.prompt}]
     if args.json:
         done = backend.complete(messages, **kw)
-        print(json.dumps({"text": done.content, "reasoning": done.reasoning, "finish_reason": done.finish_reason,
-                          "usage": done.usage,
+        print(safe_json({"text": done.content, "reasoning": done.reasoning, "finish_reason": done.finish_reason,
+                         "usage": done.usage,
                           "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in done.tool_calls],
                           "stats": done.stats, "backend": "openai", "base_url": backend.base_url,
-                          "model": backend.model}))
+                          "model": backend.model}, ensure_ascii=True))
         return 0
     done = None
     show = getattr(args, "reasoning", "show") == "show"
     for ev in backend.stream(messages, **kw):
         if isinstance(ev, RemoteTextDelta):
-            sys.stdout.write(safe_text(ev.text, newlines=True))  # a server's text is untrusted: no escapes
+            sys.stdout.write(display_text(ev.text))  # a server's text: OSC 52, OSC 8, ESC [2J shown, not run
             sys.stdout.flush()
         elif isinstance(ev, RemoteReasoningDelta) and show:
-            sys.stderr.write(safe_text(ev.text, newlines=True))
+            sys.stderr.write(display_text(ev.text))
         elif isinstance(ev, RemoteToolCall):
             # A server's text is untrusted: terminal escapes in a name or argument are shown, not run.
             sys.stdout.write(f"\n[tool call] {safe_text(ev.name, 200)} {safe_text(ev.arguments_json, ARGUMENT_CHARS)}")
         elif isinstance(ev, RemoteDone):
             done = ev
     end_reply()
-    print(f"[{summary(done.stats if done else None, backend.base_url)}]", file=sys.stderr, flush=True)
+    print(f"[{safe_text(summary(done.stats if done else None, backend.base_url), 2000)}]", file=sys.stderr,
+          flush=True)
     return 0

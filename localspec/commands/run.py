@@ -6,7 +6,6 @@ With --tools the agent loop runs instead (commands/agent_run.py); with --backend
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -15,6 +14,7 @@ from localspec.commands.helpers import (add_generation_args, add_model_args, add
                                         open_from_args, remote_config)
 from localspec.commands.reasoning_output import ReasoningPrinter
 from localspec.commands.remote import cmd_remote_run
+from localspec.terminal import safe_json
 
 
 def register(sub) -> None:
@@ -78,10 +78,10 @@ def cmd_run(args) -> int:
         gen = engine.generate(tokens, params)
         reasoning, text = think.split(gen.text, opened=state == think.OPEN_STATE) if splitter else ("", gen.text)
         ttft = round(render_s + gen.stats.first_token_s, 4) if gen.tokens else None
-        print(json.dumps({"text": text, "reasoning": reasoning, "stats": gen.stats.to_dict(),
-                          "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None,
-                          "time_to_first_token_s": ttft,
-                          "reused_prefix_tokens": gen.stats.reused_prefix_tokens}))
+        print(safe_json({"text": text, "reasoning": reasoning, "stats": gen.stats.to_dict(),
+                         "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None,
+                         "time_to_first_token_s": ttft, "reused_prefix_tokens": gen.stats.reused_prefix_tokens},
+                        ensure_ascii=True))
         return 0
     show = getattr(args, "reasoning", "show") == "show"
     printer = ReasoningPrinter(show)

@@ -12,9 +12,10 @@ An ID may be shortened to any unique prefix. `localspec --continue` / `--resume 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from datetime import datetime
+
+from localspec.terminal import display_text, safe_json, safe_json_text, safe_text
 
 
 def register(sub) -> None:
@@ -54,7 +55,7 @@ def _store():
 
 
 def _json(value) -> None:
-    print(json.dumps(value, ensure_ascii=False))
+    print(safe_json(value))  # titles and messages are stored text: control characters as JSON escapes
 
 
 def cmd_list(args) -> int:
@@ -68,14 +69,15 @@ def cmd_list(args) -> int:
         _json([c.to_dict() for c in convs])
         return 0
     if not convs:
-        print("no saved conversations" + (f" with {args.search!r} in the title or messages" if args.search else ""),
+        print("no saved conversations" + (f" with {safe_text(args.search, 200)!r} in the title or messages"
+                                          if args.search else ""),
               file=sys.stderr)
         return 0
     print(f"{'ID':<8}  {'LAST ACTIVE':<16}  {'MSGS':>4}  {'PAIR':<18}  TITLE")
     for c in convs:
         when = datetime.fromtimestamp(c.updated).strftime("%Y-%m-%d %H:%M")
-        pair = (c.pair or "-")[:18]
-        print(f"{c.id:<8}  {when:<16}  {c.message_count:>4}  {pair:<18}  {c.display_title}")
+        pair = safe_text((c.pair or "-")[:18])
+        print(f"{safe_text(c.id):<8}  {when:<16}  {c.message_count:>4}  {pair:<18}  {safe_text(c.display_title)}")
     return 0
 
 
@@ -84,7 +86,10 @@ def cmd_show(args) -> int:
 
     with _store() as store:
         conv = store.get(args.id, turns=True)
-    sys.stdout.write(render(conv, "json" if getattr(args, "json", False) else "md"))
+    if getattr(args, "json", False):
+        sys.stdout.write(safe_json_text(render(conv, "json")))
+    else:  # messages, reasoning and tool output as stored: shown, never sent to the terminal as controls
+        sys.stdout.write(display_text(render(conv, "md")))
     return 0
 
 
@@ -100,12 +105,12 @@ def cmd_export(args) -> int:
     except ExportExists as exc:
         raise ExportExists(f"{exc} (or add --force to replace it)") from None
     if taken is not None and taken != path:  # never silently: the default name was taken by an earlier export
-        print(f"note: {taken} exists (an earlier export); this one is {path.name} (--force replaces the earlier)",
-              file=sys.stderr)
+        print(f"note: {safe_text(str(taken))} exists (an earlier export); this one is {safe_text(path.name)} "
+              "(--force replaces the earlier)", file=sys.stderr)
     if getattr(args, "json", False):
         _json({"id": conv.id, "format": args.format, "path": str(path)})
     else:
-        print(path)
+        print(safe_text(str(path)))
     return 0
 
 
@@ -129,7 +134,7 @@ def cmd_rename(args) -> int:
     if getattr(args, "json", False):
         _json({"id": cid, "title": title})
     else:
-        print(f"renamed {cid}: {title}")
+        print(f"renamed {cid}: {safe_text(title)}")
     return 0
 
 
@@ -139,7 +144,7 @@ def cmd_delete(args) -> int:
     with _store() as store:
         conv = store.get(args.id, messages=False)
         if not args.yes:
-            what = f"{conv.id} {conv.display_title!r} ({conv.message_count} messages)"
+            what = f"{conv.id} {safe_text(conv.display_title)!r} ({conv.message_count} messages)"
             if not sys.stdin.isatty():
                 raise ConfigError(f"delete {what}? Nothing asked without a terminal: add --yes")
             answer = input(f"delete {what}? This cannot be undone [y/N] ")
@@ -150,5 +155,5 @@ def cmd_delete(args) -> int:
     if getattr(args, "json", False):
         _json({"id": conv.id, "deleted": True})
     else:
-        print(f"deleted {conv.id}: {conv.display_title}")
+        print(f"deleted {conv.id}: {safe_text(conv.display_title)}")
     return 0

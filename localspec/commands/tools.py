@@ -8,7 +8,6 @@ Also the shared start-up of MCP servers for the commands that run the agent (`ru
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -34,7 +33,9 @@ def start_mcp(path: str | None, toolbox):
 
 
 def _stderr_notice(message: str) -> None:
-    print(f"note: {message}", file=sys.stderr, flush=True)
+    from localspec.terminal import safe_text
+
+    print(f"note: {safe_text(message, 2000)}", file=sys.stderr, flush=True)  # a server's words: shown, not run
 
 
 def tool_rows(toolbox) -> list[dict]:
@@ -54,14 +55,18 @@ def cmd_tools(args) -> int:
     finally:
         if mcp is not None:
             mcp.close()
+    from localspec.terminal import safe_json, safe_text
+
     if args.json:
-        print(json.dumps(rows, ensure_ascii=False))
+        print(safe_json(rows))
         return 0
-    width = max(len(r["name"]) for r in [*rows, {"name": "NAME"}])
-    src = max(len(r["source"]) for r in [*rows, {"source": "SOURCE"}])
+    # Names, sources and descriptions come from MCP servers: escaped (ESC, OSC, C1, BiDi) like every output.
+    shown = [{**r, "name": safe_text(r["name"], 100), "source": safe_text(r["source"], 100)} for r in rows]
+    width = max(len(r["name"]) for r in [*shown, {"name": "NAME"}])
+    src = max(len(r["source"]) for r in [*shown, {"source": "SOURCE"}])
     print(f"{'NAME':<{width}}  {'SOURCE':<{src}}  {'ACCESS':<6} DESCRIPTION")
-    for r in rows:
+    for r in shown:
         access = "read" if r["read_only"] else "write"
-        desc = r["description"] if len(r["description"]) <= 70 else r["description"][:67] + "..."
+        desc = safe_text(r["description"] if len(r["description"]) <= 70 else r["description"][:67] + "...")
         print(f"{r['name']:<{width}}  {r['source']:<{src}}  {access:<6} {desc}")
     return 0

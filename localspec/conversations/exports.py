@@ -7,6 +7,8 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from localspec.private_files import private_dir, replace_file, write_new
+
 from .store import Conversation, ConversationError
 
 EXPORT_FORMATS = {"md": ".md", "json": ".json"}
@@ -83,33 +85,60 @@ def default_export_path(conv: Conversation, fmt: str, folder: Path | None = None
 def export(conv: Conversation, fmt: str, dest: Path | str | None = None, *, overwrite: bool = False) -> Path:
     """Write the conversation; `dest` is a file, or a folder for the default name. Returns the path written.
 
-    An existing file is never replaced unless `overwrite` (the default name gets a number instead)."""
+    An existing file is never replaced unless `overwrite` (the default name gets a number instead). The file is
+    created 0600 with O_CREAT|O_EXCL|O_NOFOLLOW, so nothing is written through a symbolic link at `dest` (a link
+    counts as an existing file); `overwrite` replaces it atomically (temporary file + rename): a link there is
+    replaced by the file, never followed."""
     if fmt not in EXPORT_FORMATS:
         raise ConversationError(f"unknown export format {fmt!r}: use md or json")
-    text = render(conv, fmt)
+    data = render(conv, fmt).encode("utf-8")
     explicit = dest is not None and str(dest).strip() != ""
+    within = None
     if explicit:
         path = Path(str(dest)).expanduser()
-        if path.is_dir() or str(dest).endswith(("/", "\\")):
+        if (path.is_dir() and not path.is_symlink()) or str(dest).endswith(("/", "\\")):
             path, explicit = default_export_path(conv, fmt, path), False
     else:
         path = default_export_path(conv, fmt)
-    if not explicit and not overwrite:
-        path = available_path(path)
-    elif path.exists() and not overwrite:
-        raise ExportExists(f"{path} already exists: choose another name")
+        within = _data_dir()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        # Folders created here are private; a folder the user chose keeps its permissions.
+        private_dir(path.parent, within=within, tighten_existing=within is not None)
+        if overwrite:
+            replace_file(path, data)
+        else:
+            path = _write_new(path, data, numbered=not explicit)
     except OSError as exc:
         raise ConversationError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path.resolve()
 
 
-def available_path(path: Path) -> Path:
-    """`path`, or the first of path-2, path-3, ... that does not exist yet."""
+def _write_new(path: Path, data: bytes, *, numbered: bool) -> Path:
+    """Create path (or, numbered, the first free path-2, path-3, ...) without replacing or following anything."""
     base, n = path, 1
-    while path.exists():
+    while True:
+        try:
+            write_new(path, data)
+            return path
+        except FileExistsError:
+            if not numbered:
+                what = "is a symbolic link (never written through)" if path.is_symlink() else "already exists"
+                raise ExportExists(f"{path} {what}: choose another name") from None
+            n += 1
+            path = base.with_name(f"{base.stem}-{n}{base.suffix}")
+
+
+def _data_dir() -> Path:
+    from localspec.models.paths import get_paths
+
+    return get_paths().data_dir
+
+
+def available_path(path: Path) -> Path:
+    """`path`, or the first of path-2, path-3, ... that does not exist yet (a suggestion to show: export() itself
+    never relies on it, another process may take the name meanwhile)."""
+    base, n = path, 1
+    while path.exists() or path.is_symlink():
         n += 1
         path = base.with_name(f"{base.stem}-{n}{base.suffix}")
     return path

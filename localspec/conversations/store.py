@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from localspec.errors import LocalspecError
+from localspec.private_files import precreate, private_dir
 
 SCHEMA_VERSION = 1
 TITLE_CHARS = 60
@@ -140,7 +141,10 @@ class ConversationStore:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Private (0700 folder, 0600 files): the store holds everything the agent read. SQLite gives its -wal
+            # and -shm files the database's mode, so a private database keeps them private too.
+            private_dir(self.path.parent)
+            precreate(self.path, companions=("-wal", "-shm", "-journal"))
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10.0)
         except (OSError, sqlite3.Error) as exc:
             raise ConversationError(f"cannot open the conversation store {self.path}: {_why(exc)}") from None

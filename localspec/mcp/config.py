@@ -8,7 +8,17 @@ already use.
 A server with "command" runs over stdio, one with "url" over streamable HTTP. `${VAR}` and `${VAR:-default}` in
 command, args, env, url and headers are filled from the environment (as Claude Code does), so a token need not be
 written into the file. Optional per server: "disabled": true, "timeout" (seconds per tool call), "startupTimeout"
-(seconds to start and list tools), "cwd" (stdio). Keys other clients add ("type", "alwaysAllow", ...) are ignored.
+(seconds to start and list tools), "cwd" (stdio), "trusted": true. Keys other clients add ("type", "alwaysAllow",
+...) are ignored.
+
+Paths are read as the user meant them when writing the file, not as wherever they run localspec: a relative
+`command` (`bin/helper`, `./server.py`) or `cwd` is resolved against the folder of the mcp.json that names it (a
+cloned repository in the working folder must not supply `bin/helper`); a bare name (`npx`) is looked up when the
+server starts, in PATH without empty or relative entries (mcp/procs.py).
+
+"trusted": the MCP specification calls a server's tool annotations (readOnlyHint, destructiveHint) untrusted
+unless the server is trusted. So they are believed only for a server marked "trusted": true here; any other
+server's tools are asked about like writes, and refused under --read-only.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ class ServerConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     startup_timeout_s: float = DEFAULT_STARTUP_S
     disabled: bool = False
+    trusted: bool = False  # the user vouches for the server's annotations (readOnlyHint, destructiveHint)
 
     @property
     def transport(self) -> str:
@@ -87,19 +98,22 @@ def load_mcp_config(path: str | Path | None = None, env: Mapping[str, str] | Non
         raw = json.loads(text) if text.strip() else {}
     except (ValueError, RecursionError) as exc:
         raise ConfigError(f"{p}: invalid JSON: {exc}") from None
-    return McpConfig(p, parse_servers(raw, str(p), os.environ if env is None else env))
+    return McpConfig(p, parse_servers(raw, str(p), os.environ if env is None else env, base=p.resolve().parent))
 
 
-def parse_servers(raw: Any, source: str, env: Mapping[str, str]) -> tuple[ServerConfig, ...]:
+def parse_servers(raw: Any, source: str, env: Mapping[str, str],
+                  base: Path | None = None) -> tuple[ServerConfig, ...]:
+    """The servers of a parsed mcp.json; `base`: the file's folder, against which relative paths are resolved
+    (None: relative paths are refused)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a JSON object with \"mcpServers\"")
     servers = raw.get("mcpServers", raw.get("servers", {}))  # VS Code calls the same object "servers"
     if not isinstance(servers, dict):
         raise ConfigError(f"{source}: \"mcpServers\" must be an object of NAME: {{...}}")
-    return tuple(_server(name, spec, f"{source}: server {name!r}", env) for name, spec in servers.items())
+    return tuple(_server(name, spec, f"{source}: server {name!r}", env, base) for name, spec in servers.items())
 
 
-def _server(name: str, spec: Any, where: str, env: Mapping[str, str]) -> ServerConfig:
+def _server(name: str, spec: Any, where: str, env: Mapping[str, str], base: Path | None = None) -> ServerConfig:
     if not _NAME.match(name):
         raise ConfigError(f"{where}: a server name may use letters, digits, '_', '-' and '.' (1-64 characters)")
     if not isinstance(spec, dict):
@@ -112,7 +126,7 @@ def _server(name: str, spec: Any, where: str, env: Mapping[str, str]) -> ServerC
         raise ConfigError(f"{where}: give either \"command\" (stdio) or \"url\" (streamable HTTP)")
     common = dict(name=name, timeout_s=_seconds(spec, "timeout", DEFAULT_TIMEOUT_S, where),
                   startup_timeout_s=_seconds(spec, "startupTimeout", DEFAULT_STARTUP_S, where),
-                  disabled=_bool(spec, "disabled", where))
+                  disabled=_bool(spec, "disabled", where), trusted=_bool(spec, "trusted", where))
     if has_cmd:
         command = _expand(_string(spec["command"], f"{where}: command"), env, where)
         if not command.strip():
@@ -122,12 +136,26 @@ def _server(name: str, spec: Any, where: str, env: Mapping[str, str]) -> ServerC
             raise ConfigError(f"{where}: args must be a list of strings")
         cwd = spec.get("cwd")
         args = tuple(_expand(_string(a, f"{where}: args"), env, where) for a in args)
+        if cwd is not None:
+            cwd = _anchored(_expand(_string(cwd, f"{where}: cwd"), env, where), base, f"{where}: cwd")
+        if os.sep in command or (os.altsep and os.altsep in command):
+            command = _anchored(command, base, f"{where}: command")
         return ServerConfig(command=command, args=args, env=_string_map(spec.get("env", {}), f"{where}: env", env),
-                            cwd=None if cwd is None else _expand(_string(cwd, f"{where}: cwd"), env, where), **common)
+                            cwd=cwd, **common)
     url = _expand(_string(spec["url"], f"{where}: url"), env, where)
     if not re.match(r"^https?://", url):
         raise ConfigError(f"{where}: url must start with http:// or https://")
     return ServerConfig(url=url, headers=_string_map(spec.get("headers", {}), f"{where}: headers", env), **common)
+
+
+def _anchored(path: str, base: Path | None, where: str) -> str:
+    """An absolute path: `~` expanded, a relative one joined to the config file's folder (never the working one)."""
+    expanded = os.path.expanduser(path)
+    if os.path.isabs(expanded):
+        return expanded
+    if base is None:
+        raise ConfigError(f"{where} {path!r} is relative and there is no config file folder to resolve it against")
+    return os.path.normpath(os.path.join(base, expanded))
 
 
 def _string(value: Any, where: str) -> str:

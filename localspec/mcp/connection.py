@@ -17,10 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
 
+from localspec.private_files import open_append
+from localspec.tools.environ import safe_path
+
 from .config import ServerConfig
 from .errors import ServerExited, describe
 from .loop import LoopThread
-from .procs import MARKER, marked, stop_marked
+from . import procs
+from .procs import MARKER, marked
 
 # States of a server during a session.
 STARTING, RUNNING, FAILED, STOPPED, OFF = "starting", "running", "failed", "stopped", "off"
@@ -39,19 +43,20 @@ class ServerTool:
     name: str
     description: str
     input_schema: dict
-    read_only: bool
+    read_only: bool  # the server's readOnlyHint (believed only for a server marked trusted)
     destructive: bool
 
 
 class Connection:
     def __init__(self, config: ServerConfig, runner: LoopThread, *, log_dir: Path | None = None,
-                 on_state: StateListener | None = None) -> None:
+                 log_root: Path | None = None, on_state: StateListener | None = None) -> None:
         self.config = config
         self.runner = runner
         self.state = OFF if config.disabled else STOPPED
         self.error: str | None = None
         self.tools: list[ServerTool] = []
         self._log_dir = log_dir
+        self._log_root = log_root  # localspec's log folder above log_dir: created and tightened with it
         self.on_state = on_state
         self._client = None
         self._task: asyncio.Task | None = None
@@ -61,6 +66,7 @@ class Connection:
         self._log_start = 0
         self.log_path: Path | None = None
         self._http_status: int | None = None  # the last HTTP error status (the SDK's error does not carry it)
+        self._report: Path | None = None  # where the process wrapper says what it could not stop
 
     @property
     def name(self) -> str:
@@ -72,15 +78,15 @@ class Connection:
         self._set(STARTING, None)
         return self.runner.submit(self._start())
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Shut the server down (its process tree too) and wait for it."""
+    def stop(self, timeout: float = 10.0) -> list[str]:
+        """Shut the server down (its process tree too) and wait for it; what could not be stopped, in words."""
         future = self.begin_stop()
         if future is not None:
             try:
                 future.result(timeout)
             except BaseException:  # noqa: BLE001 - timed out or the loop is gone: the sweep below still runs
                 future.cancel()
-        self.end_stop()
+        return self.end_stop()
 
     def begin_stop(self):
         """Ask the loop to shut the server down; a concurrent future, or None when the loop is gone."""
@@ -91,10 +97,13 @@ class Connection:
         except RuntimeError:  # the loop closed in between
             return None
 
-    def end_stop(self) -> None:
-        """After the SDK's shutdown: stop whatever the server left running, close its log."""
-        stop_marked(self._token)
+    def end_stop(self) -> list[str]:
+        """After the SDK's shutdown: stop whatever the server left running, close its log. Returns notices for
+        what could not be stopped (each naming the server)."""
+        report, self._report = self._report, None
+        notes = procs.finish(self._token, report)
         self._close_log()
+        return [f"MCP server {self.name!r}: {note}" for note in notes]
 
     def call(self, tool: str, arguments: dict[str, Any]):
         """CallToolResult; raises TimeoutError after the server's timeout, or another exception (see errors)."""
@@ -164,8 +173,15 @@ class Connection:
         if cfg.command is not None:
             from mcp.client.stdio import stdio_client
 
-            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), cwd=cfg.cwd,
-                                           env={**cfg.env, MARKER: self._token})
+            # Looked up in PATH without empty or relative entries, as run_shell does; the server gets that PATH too.
+            env = {**cfg.env, MARKER: self._token}
+            env["PATH"] = safe_path(cfg.env.get("PATH") or os.environ.get("PATH") or os.defpath)
+            program = procs.program_path(cfg.command, env)
+            run = procs.launch(program, tuple(cfg.args))  # under run_shell's process wrapper on Linux
+            if self._report is not None:  # a restart: the last run's report is no longer needed
+                procs.finish(self._token, self._report)
+            self._report = run.report
+            params = StdioServerParameters(command=run.command, args=list(run.args), cwd=cfg.cwd, env=env)
             return Client(stdio_client(params, errlog=self._open_log()))
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
@@ -233,9 +249,10 @@ class Connection:
         if self.state == RUNNING:
             self._fail("stopped: " + reason)
 
-    def switch_off(self) -> None:
-        self.stop()
+    def switch_off(self) -> list[str]:
+        notes = self.stop()
         self._set(OFF, None)
+        return notes
 
     def _fail(self, message: str) -> None:
         self.tools = []
@@ -258,10 +275,9 @@ class Connection:
         self._close_log()
         log: IO[str] | None = None
         if self._log_dir is not None:
-            try:
-                self._log_dir.mkdir(parents=True, exist_ok=True)
+            try:  # private (0600 in a 0700 folder, never through a link): servers log what they were sent
                 self.log_path = self._log_dir / f"{self.name}.log"
-                log = open(self.log_path, "a+", encoding="utf-8", errors="replace")
+                log = open_append(self.log_path, within=self._log_root, readable=True)
             except OSError:
                 log, self.log_path = None, None
         if log is None:

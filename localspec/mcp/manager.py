@@ -6,8 +6,10 @@ Toolbox (a ToolSource), shut down with the session.
         toolbox.add_source(mcp)
         ...                         # agent runs; MCP tools go through Toolbox.call like the built-ins
 
-Approvals: a tool whose annotations say readOnlyHint: true is kind "read" (runs in every mode, like read_file);
-any other is kind "write" (ask asks, read-only refuses, auto runs). "Always" is remembered as SERVER:TOOL.
+Approvals: annotations are the server's claims, believed only when the user marked the server "trusted": true in
+mcp.json (the MCP specification's rule). A trusted server's tool with readOnlyHint: true is kind "read" (runs in
+every mode, like read_file); every other tool is kind "write" (ask asks, read-only refuses, auto runs), rated at
+least medium unless a trusted server says it is not destructive. "Always" is remembered as SERVER:TOOL.
 A server that fails to start or dies is reported once through on_notice (one line) and its tools leave the list.
 """
 
@@ -63,6 +65,7 @@ class McpTools:
         self.on_notice = on_notice
         self._runner: LoopThread | None = None
         self._log_dir = log_dir if log_dir is not None else _default_log_dir()
+        self._log_root = self._log_dir.parent if log_dir is None and self._log_dir is not None else None
         self._lock = threading.RLock()
         self._conns = {s.name: None for s in config.servers}
         self._pending: list = []
@@ -81,7 +84,8 @@ class McpTools:
                 raise RuntimeError("McpTools is closed")
             for server in self.config.servers:
                 if self._conns.get(server.name) is None:
-                    conn = Connection(server, self._loop(), log_dir=self._log_dir, on_state=self._state_changed)
+                    conn = Connection(server, self._loop(), log_dir=self._log_dir, log_root=self._log_root,
+                                      on_state=self._state_changed)
                     self._conns[server.name] = conn
                     if not server.disabled:
                         self._pending.append(conn.start())
@@ -105,7 +109,8 @@ class McpTools:
         stopping = [f for f in (c.begin_stop() for c in conns) if f is not None]  # all at once: each may take
         wait_futures(stopping, 15.0)  # the SDK's grace period before it kills a server that does not exit
         for conn in conns:
-            conn.end_stop()
+            for note in conn.end_stop():  # a process that could not be stopped is news, even now
+                self._tell_once(note)
         if self._runner is not None:
             self._runner.stop()
         _live.discard(self)
@@ -126,7 +131,8 @@ class McpTools:
                 self.start()
                 conn = self._conns[name]
         if not enabled:
-            conn.switch_off()
+            for note in conn.switch_off():
+                self._tell_once(note)
         elif conn.state not in (RUNNING, STARTING):
             conn.start().result(conn.config.startup_timeout_s + 10)
         self._invalidate()
@@ -223,18 +229,24 @@ class McpTools:
             if name is None:
                 self._skipped.setdefault(conn.name, []).append(f"{tool.name}: its name has no usable characters")
                 continue
+            read_only = tool.read_only and conn.config.trusted  # an untrusted server's hint is only a claim
             defs.append(ToolDef(name, clean_description(tool.description) or f"{tool.name} ({conn.name})",
-                                AnyArguments, "read" if tool.read_only else "write",
-                                self._planner(conn.name, tool), parameters=schema, source=f"mcp:{conn.name}"))
+                                AnyArguments, "read" if read_only else "write",
+                                self._planner(conn.name, tool, conn.config.trusted), parameters=schema,
+                                source=f"mcp:{conn.name}"))
         return defs
 
-    def _planner(self, server: str, tool):
+    def _planner(self, server: str, tool, trusted: bool):
         def plan(_toolbox, parsed: AnyArguments) -> Action:
             arguments = parsed.model_dump()
             shown = json.dumps(arguments, ensure_ascii=False)
             shown = shown if len(shown) <= 300 else shown[:297] + "..."
-            if tool.read_only:
+            if trusted and tool.read_only:
                 danger = Danger(LOW)
+            elif not trusted:
+                danger = Danger(MEDIUM, (f"MCP tool {tool.name} of server {server!r}, which is not marked trusted "
+                                         "in mcp.json: what it says about itself (read-only, not destructive) is "
+                                         "not believed",))
             elif tool.destructive:
                 danger = Danger(MEDIUM, (f"MCP tool {tool.name} of server {server!r} may change things "
                                          "(it does not declare itself read-only)",))

@@ -38,6 +38,7 @@ from huggingface_hub.utils import tqdm as hf_tqdm
 
 from localspec.errors import DownloadError
 from localspec.models.catalog import format_mb
+from localspec.private_files import open_append, replace_file
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
@@ -206,7 +207,7 @@ def download_file(repo: str, file: str, dest: Path, *, revision: str | None = No
             part.unlink()
             have = 0
         check_disk_space(dest.parent, (total or 0) - have, f"{repo}/{file}")
-        tag.write_text(json.dumps({"etag": etag, "size": total}), encoding="utf-8")
+        replace_file(tag, json.dumps({"etag": etag, "size": total}).encode("utf-8"))
 
         headers = build_hf_headers()  # HF_TOKEN or the stored login, as huggingface_hub decides
         headers["Accept-Encoding"] = "identity"
@@ -214,7 +215,7 @@ def download_file(repo: str, file: str, dest: Path, *, revision: str | None = No
         if urlparse(location).netloc != urlparse(url).netloc:
             headers.pop("authorization", None)  # a signed CDN URL must not receive the hub token
         try:
-            with part.open("ab") as f:
+            with open_append(part, binary=True) as f:  # never through a link planted at the .part name
                 http_get(location, f, resume_size=have, headers=headers, expected_size=total,
                          displayed_filename=file, tqdm_class=_bar_class(repo, file, progress, cancel, show_progress))
         except DownloadCancelled:

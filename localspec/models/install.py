@@ -10,6 +10,7 @@ from localspec.errors import ConfigError, DownloadError, ModelFileError
 from localspec.models.catalog import DEMO, Catalog, Pair, format_mb, load_catalog
 from localspec.models.paths import Paths, get_paths
 from localspec.models.registry import InstalledFile, Registry, UserPair, load_registry, update_registry
+from localspec.private_files import private_dir
 
 # The hub client (huggingface_hub, ~0.3 s to import) is imported only when something is downloaded.
 
@@ -74,6 +75,7 @@ def pull_file(repo: str, file: str, *, revision: str | None = None, sha256: str 
         raise DownloadError(f"offline: {repo}/{file} is not downloaded; run `localspec pull {repo} {file}` "
                             "when online")
     dest = paths.models_dir / repo / file
+    private_dir(paths.models_dir, within=paths.data_dir)  # the data folder is private (it holds conversations too)
     got = hub.download_file(repo, file, dest, revision=revision, sha256=sha256, progress=progress, cancel=cancel,
                             show_progress=show_progress)
     entry = InstalledFile(repo=repo, file=file, path=str(got.path.resolve()), size=got.size, sha256=got.sha256,

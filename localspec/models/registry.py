@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from localspec.errors import ConfigError
 from localspec.models import tomlio
+from localspec.private_files import private_dir
 
 Status = Literal["ok", "missing", "modified"]
 
@@ -102,7 +103,7 @@ def save_registry(path: Path, registry: Registry) -> None:
 @contextmanager
 def update_registry(path: Path) -> Iterator[Registry]:
     """Load, let the caller change, save: under a lock, so two concurrent pulls do not lose each other's entries."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)  # the data folder: private (it holds conversations too)
     with FileLock(str(path) + ".lock"):
         registry = load_registry(path)
         yield registry

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from localspec.private_files import private_dir, replace_file
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -64,8 +66,8 @@ def dumps(data: dict[str, Any], header: str = "") -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file + rename so a crash never leaves half a file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write via a temporary file + rename so a crash never leaves half a file behind; the temporary file is
+    created O_EXCL|O_NOFOLLOW and a link at `path` is replaced, never written through (private_files). A new
+    file (and any folder made for it) is private; an existing file keeps its mode."""
+    private_dir(path.parent, tighten_existing=False)
+    replace_file(path, text.encode("utf-8"), mode=None)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from localspec.serve.errors import bad_request
+from localspec.serve.values import json_text_problem, lone_surrogate
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function", "ipython")
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # OpenAI's rule for function names
@@ -62,6 +63,9 @@ class _FunctionCall(_Strict):
     def _arguments(cls, v):
         if not isinstance(v, (str, dict)):
             raise ValueError("must be a JSON string (or an object)")
+        problem = json_text_problem(v) if isinstance(v, str) else None
+        if problem:  # decoded again when the prompt is rendered: checked like the body now, not a 500 then
+            raise ValueError(problem)
         return v
 
 
@@ -255,6 +259,11 @@ def _supported(loc: tuple) -> str:
 def parse_chat_request(body: Any) -> ChatRequest:
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
+    found = lone_surrogate(body)  # the prompt is encoded as UTF-8 for the tokenizer: a lone surrogate cannot be
+    if found:
+        param, char = found
+        raise bad_request(f"Invalid value for '{param[:200]}': the text holds a lone UTF-16 surrogate ({char}), "
+                          "which is not a Unicode character.", param[:200] or None)
     try:
         b = _Body.model_validate(body)
     except ValidationError as exc:

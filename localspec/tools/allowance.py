@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from .options import embedded_paths
 from .shellparse import SHELLS, WRAPPERS, plain_argv
 
 
@@ -311,8 +312,12 @@ def _is_inline_flag(arg: str) -> bool:
 
 
 def _outside(word: str, root: str) -> bool:
-    """Whether a word, read as a path relative to the workspace, resolves outside it (symlinks followed)."""
+    """Whether a word, or a path inside it read as the danger rating reads it (`--out=/etc/x`, `-C/etc`,
+    `-t/root/.ssh`: options.embedded_paths), resolves outside the workspace (symlinks followed)."""
     if not word or "\x00" in word:
         return False
-    real = os.path.realpath(os.path.join(root, word))
-    return not (real == root or real.startswith(root.rstrip(os.sep) + os.sep))
+    for path in embedded_paths(word):
+        real = os.path.realpath(os.path.join(root, path))
+        if path and not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
+            return True
+    return False

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .display import COMMAND_SHOWN_CHARS, hidden_characters
+from .gitconfig import config_write, inline_runs, runs_program
+from .options import Syntax, embedded_paths, read
 from .shellparse import ASSIGNMENT as _ASSIGNMENT
 from .shellparse import SHELLS, SimpleCommand, parse, split_wrappers
 
@@ -78,9 +80,84 @@ _NETWORK = {"curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "rsync
 _DISK = {"dd", "mkfs", "mke2fs", "fdisk", "sfdisk", "parted", "wipefs", "shred", "mkswap", "swapoff"}
 _POWER = {"shutdown", "reboot", "halt", "poweroff"}
 _WRITERS = {"rm", "rmdir", "mv", "cp", "tee", "truncate", "ln", "chmod", "chown", "chgrp", "touch",
-            "mkdir", "install", "rsync", "dd", "shred", "unlink"}
+            "mkdir", "install", "rsync", "dd", "shred", "unlink", "sponge", "mkfifo", "setfacl", "chattr"}
 _INSTALLERS = {"pip", "pip3", "npm", "pnpm", "yarn", "apt", "apt-get", "brew", "gem", "cargo", "go",
                "conda", "uv", "bun", "dnf", "yum", "apk", "pacman"}
+
+
+_CONFIG_KEY = re.compile(r"[A-Za-z][\w-]*(?:\.[^\s'\"=]+)+")
+
+
+def _f(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+@dataclass(frozen=True)
+class _Writes:
+    """A program whose options name where it writes (or, for make, whose recipes it runs): read in every
+    spelling (options.read), so `-t DIR`, `-tDIR`, `--target-directory=DIR` and `--target DIR` are one rule."""
+    syntax: Syntax
+    into: frozenset[str]  # the options whose value is a destination
+    runs: frozenset[str] = frozenset()  # options whose value is a program or code to run
+    verb: str = "writes to"
+
+
+_COPY = _Writes(Syntax("tS", _f("--target-directory", "--suffix"),
+                       _f("--no-target-directory", "--recursive", "--force", "--archive", "--symbolic",
+                          "--verbose", "--interactive", "--update", "--backup", "--link", "--no-clobber")),
+                _f("-t", "--target-directory"))
+_CC = _Writes(Syntax("oIDLlUxB", _f("--output")), _f("-o", "--output"))
+_WRITES: dict[str, _Writes] = {
+    "cp": _COPY, "mv": _COPY, "ln": _COPY,
+    "install": _Writes(Syntax("gmoSt", _f("--target-directory", "--suffix", "--group", "--mode", "--owner",
+                                         "--strip-program")),
+                       _f("-t", "--target-directory"), _f("--strip-program")),
+    "tar": _Writes(Syntax("bCfFgHIKLNTVX", _f("--directory", "--file", "--use-compress-program", "--to-command",
+                                              "--info-script", "--new-volume-script", "--checkpoint-action",
+                                              "--rsh-command", "--files-from", "--exclude-from", "--index-file",
+                                              "--listed-incremental", "--transform", "--xform"),
+                          _f("--extract", "--create", "--verbose", "--gzip", "--to-stdout", "--exclude")),
+                   _f("-C", "--directory"),
+                   _f("-I", "-F", "--use-compress-program", "--to-command", "--info-script", "--new-volume-script",
+                      "--checkpoint-action", "--rsh-command")),
+    "unzip": _Writes(Syntax("dxP"), _f("-d")),
+    "sort": _Writes(Syntax("kotST", _f("--output", "--key", "--field-separator", "--buffer-size",
+                                       "--temporary-directory", "--compress-program", "--files0-from",
+                                       "--random-source", "--batch-size", "--parallel", "--sort")),
+                    _f("-o", "--output"), _f("--compress-program")),
+    "patch": _Writes(Syntax("BDdFioprVYzg", _f("--prefix", "--ifdef", "--directory", "--fuzz", "--input",
+                                               "--output", "--strip", "--reject-file", "--version-control",
+                                               "--basename-prefix", "--suffix", "--get", "--quoting-style")),
+                     _f("-o", "--output", "-d", "--directory", "-r", "--reject-file", "-B", "--prefix", "-Y",
+                        "--basename-prefix")),
+    "make": _Writes(Syntax("CfIoW", _f("--directory", "--file", "--makefile", "--include-dir", "--old-file",
+                                       "--assume-old", "--what-if", "--new-file", "--assume-new", "--eval")),
+                    _f("-C", "--directory", "-f", "--file", "--makefile"), _f("--eval"),
+                    verb="runs the build recipes of"),
+    "curl": _Writes(Syntax("AbcCdDeEFHKmoPQrTuUwxXyYzt", _f("--output", "--output-dir", "--cookie-jar",
+                                                           "--dump-header", "--trace", "--trace-ascii", "--libcurl",
+                                                           "--stderr", "--config", "--data", "--header")),
+                    _f("-o", "--output", "--output-dir", "-c", "--cookie-jar", "-D", "--dump-header", "--trace",
+                       "--trace-ascii", "--libcurl", "--stderr")),
+    "wget": _Writes(Syntax("OoaPeiBtTwQUlARDIX", _f("--output-document", "--directory-prefix", "--output-file",
+                                                   "--append-output", "--execute", "--input-file")),
+                    _f("-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file", "-a",
+                       "--append-output"), _f("-e", "--execute")),
+    "cc": _CC, "gcc": _CC, "g++": _CC, "c++": _CC, "clang": _CC, "clang++": _CC,
+}
+# Files and folders whose contents run later: shell start-up files, git's and ssh's configuration, editors'
+# start-up files, user services. A write there is high whatever the folder it is in.
+_STARTUP_FILES = _f(".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+                    ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".login", ".logout", ".kshrc",
+                    ".mkshrc", ".inputrc", ".xprofile", ".xinitrc", ".xsession", ".xsessionrc", ".pam_environment",
+                    ".gitconfig", ".gitattributes_global", ".vimrc", ".gvimrc", ".exrc", ".emacs", ".npmrc",
+                    ".yarnrc", ".pythonstartup", ".pythonrc", ".netrc", ".curlrc", ".wgetrc", ".pypirc",
+                    ".envrc", "authorized_keys", "crontab", "sudoers")
+_CODE_FOLDERS = _f(".git", ".ssh", ".gnupg", ".bashrc.d", ".profile.d", "profile.d", "cron.d", "init.d",
+                   "sudoers.d", "autostart", "systemd", "environment.d", "git", "fish")
+# Folders that hold code only under these parents (~/.config/git, ~/.config/systemd): "git" alone is too common.
+_CODE_PARENTS = {"git": ".config", "fish": ".config", "autostart": ".config", "systemd": ".config",
+                 "environment.d": ".config"}
 
 
 def rate_shell(command: str, workspace: Path | str) -> Danger:
@@ -99,9 +176,23 @@ def rate_shell(command: str, workspace: Path | str) -> Danger:
     if _fork_bomb(command):
         ratings.add(HIGH, "looks like a fork bomb")
     root = os.path.realpath(os.fspath(workspace))
+    moved = ""  # a `cd` earlier in the line into a place where a relative write lands outside or runs later
     for cmd in parsed.commands:
+        if moved and _writes(cmd):
+            ratings.add(HIGH, f"writes after {moved}")
         _rate_command(cmd, root, ratings, depth=0)
+        if cmd.program in ("cd", "pushd") and cmd.args:
+            target = [a for a in cmd.args if not a.startswith("-")][-1:] or cmd.args[-1:]
+            why = _runs_later(target[0], root)
+            if why or _outside(target[0], root):
+                moved = f"`{cmd.program} {target[0]}` ({why or 'outside the workspace'})"
     return ratings.danger()
+
+
+def _writes(cmd: SimpleCommand) -> bool:
+    """Whether a command writes files (by its program or a redirection), for the `cd` rule."""
+    return cmd.program in _WRITERS or cmd.program in _WRITES or cmd.program in ("sed", "patch", "git") or \
+        any(">" in op for op, _ in cmd.redirects)
 
 
 def _fork_bomb(command: str) -> bool:
@@ -171,6 +262,9 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
     for op, target in cmd.redirects:
         if target.isdigit() or target == "-":
             continue  # fd duplication like 2>&1
+        why = _runs_later(target, root) if ">" in op else ""
+        if why:
+            r.add(HIGH, f"redirects output into {target}: {why}")
         if ">" in op and _outside(target, root):
             r.add(HIGH, f"redirects output outside the workspace ({op} {target})")
         elif "<" in op and _outside(target, root):
@@ -185,7 +279,8 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
     flags = [a for a in args if a.startswith("-")]
     short = "".join(a[1:] for a in flags if not a.startswith("--"))
     positional = [a for a in args if not a.startswith("-")]
-    outside = [a for a in args if _outside(a, root)]
+    outside = _outside_words(prog, args, root)
+    _rate_destinations(prog, args, flags, root, r)
 
     if prog in ("su", "sudo", "doas"):
         r.add(HIGH, f"runs with elevated privileges ({prog})")
@@ -236,6 +331,27 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
     if prog == "git" and any(a in ("-c", "--config-env", "--exec-path") or a.startswith(("--config-env=", "--exec-path="))
                              for a in before_sub):
         r.add(MEDIUM, "sets git configuration for this run (-c), which can make git run other programs")
+    if prog == "git" and positional and positional[0] in ("clone", "init", "submodule"):
+        sub_args = args[args.index(positional[0]) + 1:]
+        if any(a.startswith("--temp") for a in sub_args):  # --template: hooks copied into the new repository
+            r.add(HIGH, "copies hooks from a template folder into the new repository (--template)")
+        settings = read(sub_args, Syntax("c", frozenset({"--config"}))).values("-c", "--config")
+        risky_setting = next((v for v in settings if runs_program(v.partition("=")[0], v.partition("=")[2] or None)),
+                             None)
+        if risky_setting:
+            r.add(HIGH, f"sets git configuration that runs a program in the new repository ({risky_setting[:80]})")
+    if prog == "git":
+        _rate_git_config(args, root, r)
+        inline = inline_runs(args)
+        if inline:
+            r.add(HIGH, f"sets git configuration that runs a program for this run ({inline})")
+    # GIT_CONFIG_KEY_n=core.pager, GIT_CONFIG_PARAMETERS="'core.pager'='sh -c id'": every dotted name in them.
+    keys = [k for w in cmd.words if _ASSIGNMENT.match(w)
+            for name, v in [w.split("=", 1)] if name.startswith("GIT_CONFIG_KEY") or name == "GIT_CONFIG_PARAMETERS"
+            for k in _CONFIG_KEY.findall(v)]
+    key = next((k for k in keys if runs_program(k, None)), None)
+    if key:
+        r.add(HIGH, f"sets git configuration that runs a program ({key.strip()[:80]})")
     injected = [w.split("=", 1)[0] for w in cmd.words if _ASSIGNMENT.match(w)]
     risky = [n for n in injected if n in _CODE_VARIABLES or n.startswith(("GIT_", "LD_", "DYLD_"))]
     if risky:
@@ -279,6 +395,89 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
             r.add(HIGH, f"modifies paths outside the workspace ({shown})")
         else:
             r.add(MEDIUM, f"uses paths outside the workspace ({shown})")
+
+
+def _outside_words(prog: str, args: list[str], root: str) -> list[str]:
+    """The arguments that name a path outside the workspace. A program whose options are known is read exactly
+    (`gcc -Isrc/include` is -I with src/include); any other over-reports (options.embedded_paths)."""
+    spec = _WRITES.get(prog)
+    if spec is None:
+        return [a for a in args if _outside(a, root)]
+    reading = read(args, spec.syntax)
+    words = reading.positionals + [v for _, v in reading.options if v is not None]
+    return [w for w in words if any(_outside_path(p, root) for p in embedded_paths(w, short_tails=False))] + \
+        [a for a in args if a.startswith("--") and "=" in a and _outside_path(a.split("=", 1)[1], root)]
+
+
+def _rate_destinations(prog: str, args: list[str], flags: list[str], root: str, r: _Ratings) -> None:
+    """Where a command writes, read in every spelling: outside the workspace, or a place that runs code later."""
+    spec = _WRITES.get(prog)
+    places: list[str] = []
+    if spec is not None:
+        reading = read(args, spec.syntax)
+        places += reading.values(*spec.into)
+        for target in reading.values(*spec.into):
+            if _outside(target, root):
+                r.add(HIGH, f"{spec.verb} a folder or file outside the workspace ({target})")
+        runs = reading.values(*spec.runs) + [n for n, v in reading.options if n in spec.runs and v is None]
+        if runs:
+            r.add(HIGH, f"runs a program or code given in its options ({prog} {runs[0][:60]})")
+    if prog in _WRITERS or prog == "patch" or (prog == "sed" and any(a.startswith(("-i", "--in-place"))
+                                                                   or (a[:1] == "-" and "i" in a[1:2]) for a in flags)):
+        places += [p for a in args for p in embedded_paths(a)]
+    for place in places:
+        why = _runs_later(place, root)
+        if why:
+            r.add(HIGH, f"writes {place}: {why}")
+            break
+
+
+def _rate_git_config(args: list[str], root: str, r: _Ratings) -> None:
+    """`git config` that sets a key which runs a program (core.pager, core.fsmonitor, alias.x=!cmd, ...), or writes
+    your global configuration: high. Other configuration writes: medium. Reads: nothing."""
+    change = config_write(args)
+    if change is None:
+        return
+    if change.runs:
+        r.add(HIGH, f"sets git configuration that runs a program ({change.runs})")
+    if change.scope in ("global", "system"):
+        r.add(HIGH, f"changes your {change.scope} git configuration, which every repository reads")
+    elif change.file is not None and (_outside(change.file, root) or _runs_later(change.file, root)):
+        r.add(HIGH, f"changes a git configuration file ({change.file})")
+    r.add(MEDIUM, "changes git configuration")
+
+
+def _runs_later(place: str, root: str) -> str:
+    """Why a write to this path would run code later (shell start-up files, .git, ~/.ssh, ...); '' when not."""
+    path = _home_expanded(place)
+    if not path:
+        return ""
+    full = os.path.normpath(path if os.path.isabs(path) else os.path.join(root, path))
+    real = full
+    if len(full) < 4096:  # PATH_MAX: a longer path cannot be opened, and resolving it costs time per component
+        try:
+            real = os.path.realpath(full)  # a symlink in the workspace to .git/hooks is .git/hooks
+        except (OSError, ValueError):
+            pass
+    for candidate in dict.fromkeys((full, real)):
+        parts = candidate.split(os.sep)
+        for i, part in enumerate(parts):
+            if part in _CODE_FOLDERS and (part not in _CODE_PARENTS or parts[i - 1:i] == [_CODE_PARENTS[part]]):
+                if part == ".git":
+                    return "git runs hooks and reads configuration from .git (core.fsmonitor, core.pager ...)"
+                return f"files in {part}/ run or configure programs later"
+        if parts[-1] in _STARTUP_FILES:
+            return f"{parts[-1]} runs or configures programs later (start-up or configuration file)"
+    return ""
+
+
+def _home_expanded(word: str) -> str:
+    for prefix in ("~/", "$HOME/", "${HOME}/"):
+        if word.startswith(prefix):
+            return os.path.join(os.path.expanduser("~"), word[len(prefix):])
+    if word in ("~", "$HOME", "${HOME}"):
+        return os.path.expanduser("~")
+    return "" if "\x00" in word else word
 
 
 def _inline_code(prog: str, args: list[str]) -> str | None:
@@ -328,15 +527,16 @@ def _rate_nested(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> None
                 _rate_command(sub, root, r, depth + 1)
 
 
-def _outside(token: str, root: str) -> bool:
-    """Whether a word looks like a path that escapes the workspace."""
+def _outside(word: str, root: str) -> bool:
+    """Whether a word, or a path inside it (--out=/etc/x, of=/dev/sda, -t/root), escapes the workspace."""
+    return any(_outside_path(p, root) for p in embedded_paths(word))
+
+
+def _outside_path(token: str, root: str) -> bool:
+    """Whether one path escapes the workspace."""
     if "://" in token:
         return False  # a URL, rated by the network rule
-    if token.startswith("-") or ("=" in token and not token.startswith(("/", "~", "."))):
-        if "=" not in token:
-            return False
-        token = token.split("=", 1)[1]  # --out=/etc/x, of=/dev/sda
-    if not token:
+    if not token or token.startswith("-"):
         return False
     if token.startswith("~") or token.startswith(("$HOME", "${HOME}")):
         return True

@@ -2,63 +2,23 @@
 
 Why: the user approves what they see, so what they see must be what runs. Text from the model can carry
 terminal escapes (ESC [2K and CR erase a line and draw another), BiDi overrides and zero-width characters that
-reorder or hide text, and can be huge (a 300 MB diff line). Every string shown goes through safe_text(), which
-escapes those characters visibly (\\x1b, \\u202e) and bounds the length, saying how much was left out.
+reorder or hide text, and can be huge (a 300 MB diff line). Every string shown goes through safe_text()
+(localspec/terminal.py, the rule for all output), which escapes those characters visibly (\\x1b, \\u202e), zero-width
+joiners included, and bounds the length, saying how much was left out.
 """
 from __future__ import annotations
 
 import json
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
+
+# The escaping rule itself is localspec/terminal.py, shared by every printer and widget; re-exported here.
+from localspec.terminal import hidden_characters, safe_text  # noqa: F401 (re-exported)
 
 COMMAND_SHOWN_CHARS = 4000  # a longer command is shown cut, and rated at least "medium" for it
 LINE_CHARS = 400  # one shown line of a diff or of the arguments
 DIFF_LINES = 60
 ARGUMENT_CHARS = 2000  # each string value in the arguments view
-_KEEP = {"\n", "\t"}
-# Unicode categories that draw nothing or change how other text is drawn: controls, format characters
-# (BiDi overrides, zero-width), surrogates, private use, unassigned, line/paragraph separators.
-_HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
-
-
-def _hidden(ch: str) -> bool:
-    if ch < "\x7f":
-        return ch < " "
-    return unicodedata.category(ch) in _HIDDEN_CATEGORIES
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    if code < 0x100:
-        return {"\r": "\\r", "\t": "\\t", "\n": "\\n", "\x08": "\\b", "\x1b": "\\x1b"}.get(ch, f"\\x{code:02x}")
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def hidden_characters(text: str, scan: int = 1_000_000) -> int:
-    """How many control or invisible characters (other than newline and tab) the text holds (first `scan` chars)."""
-    part = text[:scan]
-    if part.isprintable():
-        return 0
-    return sum(1 for ch in part if ch not in _KEEP and _hidden(ch))
-
-
-def safe_text(text: str, limit: int | None = None, *, newlines: bool = False) -> str:
-    """text with control/invisible characters escaped and at most `limit` characters of it shown.
-
-    newlines=True keeps line breaks and tabs (diffs); otherwise they are escaped too (one-line fields).
-    """
-    text = str(text)
-    cut = 0
-    if limit is not None and len(text) > limit:
-        cut = len(text) - limit
-        text = text[:limit]
-    if not text.isprintable():
-        keep = _KEEP if newlines else set()
-        text = "".join(_escape(ch) if ch not in keep and _hidden(ch) else ch for ch in text)
-    if cut:
-        text += f"… [{cut:,} more characters not shown]"
-    return text
 
 
 def human_size(n: int) -> str:

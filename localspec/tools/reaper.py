@@ -1,7 +1,10 @@
 """Runs one shell command and stops every process it started, even those that left its process group.
 
-Usage (by tools/shell.py, as a file, with only the standard library):
-    python -I -S reaper.py REPORT_FD MAX_PROCESSES /bin/sh -c COMMAND
+Usage (by tools/shell.py and mcp/connection.py, as a file, with only the standard library and procfs.py):
+    python -I -S reaper.py REPORT MAX_PROCESSES PROGRAM [ARGS...]      (run_shell: /bin/sh -c COMMAND)
+
+REPORT is a file descriptor number (run_shell passes a pipe), or the path of a file the caller created (MCP
+servers are started by the SDK, which passes no extra descriptors).
 
 Why a separate process: Linux reparents an orphan to its nearest ancestor marked "child subreaper"
 (prctl PR_SET_CHILD_SUBREAPER). Marking this small wrapper, not the agent itself, means `setsid cmd &`,
@@ -21,6 +24,14 @@ import os
 import signal
 import sys
 import time
+
+if __package__:  # imported as localspec.tools.reaper (tests)
+    from . import procfs
+else:  # run as a file under `python -I -S`: the standard library, and the /proc helper beside this file
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import procfs
+
+descendants = procfs.descendants
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -50,71 +61,6 @@ def set_subreaper() -> str:
     except (OSError, AttributeError) as exc:
         return str(exc)
     return ""
-
-
-def _stat(pid: int) -> tuple[int, str, str] | None:
-    """(ppid, state, name) of a process, or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split at the last ")".
-    head, _, rest = raw.rpartition(")")
-    fields = rest.split()
-    if len(fields) < 2:
-        return None
-    name = "".join(c if c.isprintable() else "?" for c in head.partition("(")[2])[:32]
-    return int(fields[1]), fields[0], name
-
-
-def _children(pid: int) -> list[int] | None:
-    """Direct children from /proc/PID/task/*/children; None where the kernel does not provide that file."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    kids: list[int] = []
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
-                kids += [int(k) for k in fh.read().split()]
-        except FileNotFoundError:
-            return None if pid == os.getpid() else []
-        except OSError:
-            continue
-    return kids
-
-
-def _children_by_scan() -> dict[int, list[int]]:
-    """Every process's children, from one pass over /proc (the fallback)."""
-    table: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            info = _stat(int(entry))
-            if info:
-                table.setdefault(info[0], []).append(int(entry))
-    return table
-
-
-def descendants(root: int, stop_after: int = 0) -> dict[int, str]:
-    """Live (non-zombie) descendants of root: pid -> name (only the first stop_after+1 of them if stop_after)."""
-    scan = _children_by_scan() if _children(root) is None else None
-    found: dict[int, str] = {}
-    todo = list(scan.get(root, []) if scan is not None else _children(root) or [])
-    while todo:
-        pid = todo.pop()
-        if pid in found or pid == root:
-            continue
-        info = _stat(pid)
-        if info is None:
-            continue
-        if info[1] not in ("Z", "X"):
-            found[pid] = info[2]
-            if stop_after and len(found) > stop_after:
-                break
-        todo.extend(scan.get(pid, []) if scan is not None else _children(pid) or [])
-    return found
 
 
 def reap(statuses: dict[int, int], at_most: int = 2000) -> None:
@@ -193,8 +139,27 @@ def _freeze_group(pgid: int) -> None:
             pass
 
 
+def parse_report(text: str) -> dict:
+    """The report's "key<TAB>value" lines as {"exit": int|None, "leftovers": [...], "survivors": [...], ...}
+    ({} when it is damaged). "exit" is written last: a report without it is from a wrapper that did not finish."""
+    report: dict = {"leftovers": [], "survivors": []}
+    for line in text.splitlines():
+        key, _, value = line.partition("\t")
+        if key in ("leftover", "survivor"):
+            report[key + "s"].append(value)
+        elif key in ("exit", "leftover_count", "survivor_count", "subreaper", "stopped_early", "too_many", "shell"):
+            try:
+                report[key] = None if value == "none" else int(value)
+            except ValueError:
+                return {}
+        elif key == "error":
+            report[key] = value
+    return report
+
+
 def main(argv: list[str]) -> int:
-    report_fd = int(argv[0])
+    report_fd = int(argv[0]) if argv[0].isdigit() else \
+        os.open(argv[0], os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
     max_processes = int(argv[1])
     command = argv[2:]
     os.set_inheritable(report_fd, False)

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from . import procfs
 from .environ import shell_environment
+from .reaper import parse_report
 
 # After the shell exits, how long background children may keep writing before being stopped.
 _DRAIN_GRACE_S = 0.2
@@ -182,44 +184,10 @@ def _finish_with_reaper(proc, report_r: int, reader, sink, timed_out: bool, remo
                         too_many=too_many)
 
 
-def _marked(mark: str) -> list[int]:
-    needle = f"{RUN_MARK}={mark}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as fh:
-                    if needle in fh.read().split(b"\0"):
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
-def _kill_marked(mark: str, rounds: int = 50) -> int:
+def _kill_marked(mark: str) -> int:
     """SIGSTOP then SIGKILL every process carrying this call's mark, until none is left; how many were found."""
-    seen: set[int] = set()
-    for _ in range(rounds):
-        pids = [p for p in _marked(mark) if _stat_state(p) not in ("Z", "X", "")]
-        if not pids:
-            break
-        seen.update(pids)
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
-        time.sleep(0.02)
-    return len(seen)
-
-
-def _stat_state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[-1].split()[0].decode()
-    except (OSError, IndexError):
-        return ""
+    found, _ = procfs.stop_marked(RUN_MARK, mark)
+    return found
 
 
 def _read_report(fd: int) -> dict:
@@ -235,19 +203,7 @@ def _read_report(fd: int) -> dict:
         pass
     finally:
         os.close(fd)
-    report: dict = {"leftovers": [], "survivors": []}
-    for line in b"".join(chunks).decode("utf-8", "replace").splitlines():
-        key, _, value = line.partition("\t")
-        if key in ("leftover", "survivor"):
-            report[key + "s"].append(value)
-        elif key in ("exit", "leftover_count", "survivor_count", "subreaper", "stopped_early", "too_many", "shell"):
-            try:
-                report[key] = None if value == "none" else int(value)
-            except ValueError:
-                return {}
-        elif key == "error":
-            report[key] = value
-    return report
+    return parse_report(b"".join(chunks).decode("utf-8", "replace"))
 
 
 def _stop(proc: subprocess.Popen, reaper: bool) -> None:
@@ -311,23 +267,4 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return _has_live_member(pgid)
-
-
-def _has_live_member(pgid: int) -> bool:
-    """killpg(0) also succeeds for zombies; on Linux check /proc for a non-zombie member."""
-    proc_dir = Path("/proc")
-    if not proc_dir.is_dir():
-        return True
-    for entry in proc_dir.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat_line = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Format: pid (comm) state ppid pgrp ...; comm may contain spaces, so split after ")".
-        fields = stat_line.rsplit(")", 1)[-1].split()
-        if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+    return procfs.group_has_live_member(pgid)

@@ -22,6 +22,8 @@ from textual.screen import Screen
 from localspec.errors import LocalspecError
 from localspec.models.config import load_config, set_config_value
 from localspec.models.resolve import Selection
+from localspec.private_files import set_reporter
+from localspec.tui.shown import note
 from localspec.tools import ApprovalRequest, Decision
 from localspec.tui.messages import ApprovalAsked, ApprovalWithdrawn, PairFailed, PairLoaded
 from localspec.tui.options import AppOptions
@@ -43,6 +45,10 @@ class LocalspecApp(App):
     def __init__(self, options: AppOptions | None = None, *, session: ChatSession | None = None) -> None:
         super().__init__()
         self.options = options or AppOptions()
+        # Notes about stored files (permissions tightened, history not saved) become notices, not stray stderr
+        # lines under the screen; those from before the screen exists wait for on_mount.
+        self._early_notes: list[str] | None = []
+        set_reporter(self._stored_files_note)
         self.session = session or ChatSession(self.options)
         self.session.toolbox.approver = self.approve
         self.turn_cancel: threading.Event | None = None  # the running turn's cancel event (set by the chat screen)
@@ -62,6 +68,9 @@ class LocalspecApp(App):
         # collections otherwise scan it all on the UI thread, measured at 20-60 ms pauses mid-reply.
         gc.collect()
         gc.freeze()
+        notes, self._early_notes = self._early_notes or [], None
+        for note in notes:
+            self._stored_files_note(note)
         self._apply_theme()
         self._chat = ChatScreen()
         self.install_screen(self._chat, name="chat")
@@ -86,7 +95,8 @@ class LocalspecApp(App):
         if theme in self.available_themes:
             self.theme = theme
         else:
-            self.notify(f"unknown theme {theme!r} in the settings; using {self.theme}", severity="warning")
+            self.notify(note(f"unknown theme {theme!r} in the settings; using {self.theme}"), severity="warning",
+                        markup=False)
 
     # -- models ---------------------------------------------------------------------------------------------------
     def switch_pair(self, sel) -> None:
@@ -112,7 +122,7 @@ class LocalspecApp(App):
     async def on_pair_loaded(self, msg: PairLoaded) -> None:
         self.loading = False
         self.chat.set_status("ready")
-        self.notify(f"loaded {msg.info.label}", timeout=2)
+        self.notify(note(f"loaded {msg.info.label}"), timeout=2, markup=False)
         if msg.info.warning:
             await self.chat.add_message("note", "warning: " + msg.info.warning)
         models = self.get_screen("models")
@@ -150,9 +160,15 @@ class LocalspecApp(App):
             path = self.options.mcp_config or default_config_path()
             self.push_screen(ToolsScreen(self.session.mcp, self.session.toolbox, path))
 
+    def _stored_files_note(self, message: str) -> None:
+        if self._early_notes is not None:
+            self._early_notes.append(message)
+        else:
+            self.notify(note(message, 500), severity="warning", timeout=10, markup=False)
+
     def _tools_notice(self, message: str) -> None:
         """An MCP server failed or stopped (called from any thread; notify posts a message)."""
-        self.notify(message, severity="warning", timeout=10, markup=False)
+        self.notify(note(message), severity="warning", timeout=10, markup=False)
 
     # -- saved conversations --------------------------------------------------------------------------------------
     def action_sessions(self) -> None:
@@ -172,17 +188,17 @@ class LocalspecApp(App):
         try:
             conv = self.session.open_conversation(cid)
         except ConversationError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(note(exc), severity="error", markup=False)
             return False
         while self.screen is not self.chat:
             self.pop_screen()
         self.call_later(self.chat.show_conversation)
         here = str(self.session.options.workspace)
         if conv.workspace and conv.workspace != here:  # its tool results name files in another folder
-            self.notify(f"opened {conv.display_title!r}; it was held in {conv.workspace}, tools now work in {here}",
-                        severity="warning", timeout=6)
+            self.notify(note(f"opened {conv.display_title!r}; it was held in {conv.workspace}, tools now work in {here}"),
+                        severity="warning", timeout=6, markup=False)
         else:
-            self.notify(f"opened {conv.display_title!r}", timeout=2)
+            self.notify(note(f"opened {conv.display_title!r}"), timeout=2, markup=False)
         return True
 
     def delete_conversation(self, cid: str) -> None:
@@ -307,6 +323,7 @@ class LocalspecApp(App):
             self.turn_cancel.set()
 
     def on_unmount(self) -> None:
+        set_reporter(None)
         gc.unfreeze()
         self._stop_work()
         self.session.shutdown(timeout=5.0)  # frees the models once the cancelled turn has let go of them

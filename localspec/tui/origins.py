@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from localspec.speculative.registry import ORIGINS
+from localspec.terminal import display_text
 
 # One colour and label per origin in the drafter registry (a test checks none is missing).
 COLOURS = {
@@ -25,7 +26,7 @@ def coloured(runs) -> Text:
     """Rich Text of (origin, text) runs, each run in its origin's colour."""
     text = Text()
     for origin, part in runs:
-        text.append(part, style=colour(origin))
+        text.append(display_text(part), style=colour(origin))  # model text: its control characters shown
     return text
 
 

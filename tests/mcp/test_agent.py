@@ -54,7 +54,8 @@ def test_generated_call_to_an_mcp_tool_runs_under_approval(pair, tmp_path, home,
     engine = build_engine(pair, DraftingConfig(drafters=("model", "schema", "history", "ngram")), history=history)
     approver = Recorder(Decision.ALLOW_ONCE)
     toolbox = Toolbox(tmp_path, Policy("ask"), approver)
-    mcp = attach_servers(toolbox, write_mcp_config(tmp_path / "mcp.json", {"notes": stdio_server(notes)}))
+    mcp = attach_servers(toolbox, write_mcp_config(tmp_path / "mcp.json", {"notes": stdio_server(notes,
+                                                                                                   trusted=True)}))
     try:
         mcp.wait()
         agent = Agent(engine, toolbox, params=GenParams(max_tokens=6), tools=MCP_TOOLS, call_max_tokens=128,

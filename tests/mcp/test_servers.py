@@ -61,7 +61,7 @@ def proc_cmdlines_with(tag: str) -> list[str]:
 
 def test_lists_and_calls_tools_over_stdio_and_http(tmp_path, home, notes, http_server):
     servers = {"notes": stdio_server(notes, "--extra"),
-               "web": {"url": http_server, "headers": {"Authorization": "Bearer s3cret"}}}
+               "web": {"url": http_server, "headers": {"Authorization": "Bearer s3cret"}, "trusted": True}}
     toolbox, mcp, notices = open_tools(tmp_path, servers)
     try:
         assert notices == []
@@ -106,11 +106,12 @@ def test_wrong_http_token_is_one_clear_line(tmp_path, home, http_server):
 
 @pytest.mark.parametrize("mode", ["ask", "read-only", "never", "auto"])
 def test_approvals_in_each_mode(tmp_path, home, notes, mode):
-    """readOnlyHint tools run like read_file in every mode; the others are treated like a write."""
+    """A trusted server's readOnlyHint tools run like read_file in every mode; the others are treated like a write
+    (an untrusted server's are all writes: tests/mcp/test_security.py)."""
     answer = {"ask": Decision.DENY_ONCE, "never": False}.get(mode)
     approver = Recorder(answer) if mode in ("ask", "never") else None
     policy = "ask" if mode in ("ask", "never") else mode
-    toolbox, mcp, _ = open_tools(tmp_path, {"notes": stdio_server(notes)}, policy, approver)
+    toolbox, mcp, _ = open_tools(tmp_path, {"notes": stdio_server(notes, trusted=True)}, policy, approver)
     try:
         read = toolbox.call("read_note", {"name": "todo"})
         assert read.ok and read.content == "buy milk\n"
@@ -233,7 +234,8 @@ def test_no_processes_are_left_behind(tmp_path, home, notes):
                                             "b": stdio_server(notes, "--tag", tag)})
     assert toolbox.call("a__read_note", {"name": "todo"}).ok
     running = proc_cmdlines_with(tag)
-    assert any("child-of-test-server" in c for c in running) and sum(str(SERVER) in c for c in running) == 2
+    servers = [c for c in running if str(SERVER) in c and "reaper.py" not in c]  # (each runs under the wrapper)
+    assert any("child-of-test-server" in c for c in running) and len(servers) == 2
     mcp.close()
     deadline = time.monotonic() + 5
     while proc_cmdlines_with(tag) and time.monotonic() < deadline:
@@ -267,7 +269,7 @@ def localspec(*args, home: Path) -> subprocess.CompletedProcess:
 def test_tools_command(tmp_path, notes):
     home = tmp_path / "home"
     cfg = write_mcp_config(tmp_path / "mcp.json", {
-        "notes": stdio_server(notes), "broken": stdio_server(notes, "--mode", "fail-start"),
+        "notes": stdio_server(notes, trusted=True), "broken": stdio_server(notes, "--mode", "fail-start"),
         "junk": {"command": sys.executable, "args": ["-c", "print('{}')"]}})  # not JSON-RPC, then exits
     proc = localspec("tools", "--mcp-config", cfg, "--json", home=home)
     assert proc.returncode == 0, proc.stderr

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from localspec.private_files import open_append, report, tighten
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import Candidate, CandidateDrafter
 from localspec.speculative.drafters.ngram import NgramIndex, match_bucket
@@ -19,11 +20,17 @@ SEPARATOR = -1  # never a real token id: matches cannot run across two stored ca
 class CallHistory:
     """Past calls as text (tokenised per model on demand), optionally persisted as JSONL."""
 
-    def __init__(self, path: str | os.PathLike | None = None, *, max_calls: int = 2000):
+    def __init__(self, path: str | os.PathLike | None = None, *, max_calls: int = 2000,
+                 within: str | os.PathLike | None = None):
+        """within: localspec's folder above the file (created and tightened with it: the history holds what
+        the agent wrote)."""
         self.path = Path(path) if path else None
+        self.within = within
         self.max_calls = max_calls
         self.calls: list[str] = []
         if self.path and self.path.exists():
+            tighten(self.path.parent)
+            tighten(self.path)
             for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
                     self.calls.append(json.loads(line)["text"])
@@ -35,9 +42,12 @@ class CallHistory:
         self.calls.append(text)
         del self.calls[:-self.max_calls]
         if self.path:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"tool": tool, "text": text, "ts": round(time.time(), 3)}) + "\n")
+            try:
+                with open_append(self.path, within=self.within) as fh:
+                    fh.write(json.dumps({"tool": tool, "text": text, "ts": round(time.time(), 3)}) + "\n")
+            except OSError as exc:  # e.g. a symbolic link there (never written through): keep it in memory only
+                report(f"localspec: tool-call history not saved to {self.path}: {exc.strerror or exc}")
+                self.path = None
 
     def clear(self) -> None:
         self.calls = []

@@ -33,6 +33,7 @@ from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.tui.widgets.reasoning import ReasoningBlock
 from localspec.tui.widgets.stats import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
+from localspec.tui.shown import line, note
 
 
 WIDE_COLUMNS = 100  # narrower: the panel folds into one line and the footer keeps only the main keys
@@ -147,7 +148,7 @@ class ChatScreen(Screen):
         key = "" if self.narrow else " (F6)"
         text = f"{folder} · tools {tools}{key} · approval {session.toolbox.policy.mode} "
         for bar in self.query("#where").results(Static):
-            bar.update(text)
+            bar.update(line(text))  # a folder name can hold escapes or markup
 
     def refresh_title(self) -> None:
         """The conversation's title in the top bar: its saved title (renamed or not), else its first message."""
@@ -182,7 +183,7 @@ class ChatScreen(Screen):
             title = title[:limit - 1].rstrip() + "…"
         head = f" {title} · " if title else " localspec · "
         for bar in self.query("#topbar").results(Static):  # none yet before the screen is composed
-            bar.update(f"{head}{pair} · {status}")
+            bar.update(line(f"{head}{pair} · {status}"))  # the title is the user's text, the label file names
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "cancel":
@@ -560,13 +561,13 @@ class ChatScreen(Screen):
         try:
             conv = session.conversations.get(session.conversation_id, turns=True)
         except ConversationError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(note(exc), severity="error", markup=False)
             return
 
         def exported(path: Path | None) -> None:
             if path is not None:
                 self.app.last_transcript = path
-                self.notify(f"exported to {path}", timeout=8)
+                self.notify(note(f"exported to {path}"), timeout=8, markup=False)
 
         self.app.push_screen(ExportScreen(conv), exported)
 

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, RadioButton, RadioSet, Static
 
 from localspec.conversations import Conversation, ConversationError, available_path, default_export_path, export
+from localspec.tui.shown import line
 
 
 class ExportScreen(ModalScreen[Path | None]):
@@ -34,7 +35,7 @@ class ExportScreen(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Export {self.conv.display_title!r}: Enter writes the file, Esc cancels")
+            yield Label(line(f"Export {self.conv.display_title!r}: Enter writes the file, Esc cancels"))
             with RadioSet(id="export-format"):
                 yield RadioButton("Markdown", value=True, id="fmt-md")
                 yield RadioButton("JSON", id="fmt-json")
@@ -64,7 +65,7 @@ class ExportScreen(ModalScreen[Path | None]):
         try:
             path = export(self.conv, self.fmt, dest.strip() or None)
         except ConversationError as exc:
-            self.query_one("#export-error", Static).update(str(exc))
+            self.query_one("#export-error", Static).update(line(exc))
             return None
         self.dismiss(path)
         return path

@@ -12,6 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Markdown
 
+from localspec.terminal import display_text
+
 KEYS = [
     ("Enter", "send the message"),
     ("Ctrl+J", "new line in the message, in every terminal (Shift+Enter and Alt+Enter too where the terminal "
@@ -125,7 +127,7 @@ class HelpScreen(Screen):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Markdown(help_markdown(), id="help-text")
+            yield Markdown(display_text(help_markdown()), id="help-text")  # folder names can hold anything
         yield Footer()
 
     def on_mount(self) -> None:

@@ -27,6 +27,7 @@ from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
 from localspec.models.resolve import DEMO, DEMO_DESCRIPTION, demo_model_path, demo_selection
 from localspec.tui.messages import PullFinished, PullProgress
+from localspec.tui.shown import line, note, prose
 from localspec.tui.widgets.rowtable import RowTable
 
 LEGEND = "●: the pair in use · ★: the default pair (loaded at start; s sets it)"
@@ -60,7 +61,7 @@ class ModelsScreen(Screen):
         self._bars: dict[str, ProgressBar] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(self.notice or "", id="models-notice")
+        yield Static(prose(self.notice or ""), id="models-notice")
         with VerticalScroll(id="models-body"):
             yield Label("Model pairs  (Enter/u: use · p: download · s: set default)", classes="heading")
             yield Static(LEGEND, id="models-legend")
@@ -78,7 +79,7 @@ class ModelsScreen(Screen):
 
     def _show_notice(self) -> None:
         box = self.query_one("#models-notice", Static)
-        box.update(self.notice or "")
+        box.update(prose(self.notice or ""))  # it may quote an error: escaped, never markup
         box.display = bool(self.notice)
 
     def on_screen_resume(self) -> None:
@@ -98,7 +99,7 @@ class ModelsScreen(Screen):
             catalog = load_catalog()
             registry = load_registry(get_paths().registry_file)
         except LocalspecError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(note(exc), severity="error", markup=False)
             return
         session = self.app.session
         active = session.info.pair if session.info else None
@@ -113,11 +114,11 @@ class ModelsScreen(Screen):
             state = pair_state(p, registry)
             if name in self.failed and state != "installed":
                 state = "failed (p retries)"
-            pairs.add_row(mark, name, state, format_mb(p.size), Text(p.description), key=name)
+            pairs.add_row(mark, line(name), state, format_mb(p.size), line(p.description), key=name)
         for name, up in registry.pairs.items():
             mark = ("● " if name == active else "  ") + ("★" if name == default else " ")
             desc = f"{up.target} + {up.draft or '(no draft model)'}"
-            pairs.add_row(mark, name, "yours", "", Text(desc), key=name)
+            pairs.add_row(mark, line(name), "yours", "", line(desc), key=name)
         if demo_model_path() is not None:
             mark = ("● " if active == DEMO else "  ") + ("★" if default == DEMO else " ")
             pairs.add_row(mark, DEMO, "installed", "", Text(DEMO_DESCRIPTION), key=DEMO)
@@ -126,7 +127,7 @@ class ModelsScreen(Screen):
         files = self.query_one("#files", DataTable)
         files.clear()
         for f in registry.files:
-            files.add_row(f.repo or "(local)", f.file, format_mb(f.size), f.status())
+            files.add_row(line(f.repo or "(local)"), line(f.file), format_mb(f.size), line(f.status()))
         if not registry.files:
             files.add_row("", "no model files yet: select a pair and press p to download it", "", "")
 
@@ -155,7 +156,7 @@ class ModelsScreen(Screen):
         try:
             sel = demo_selection() if name == DEMO else self.app.session.select(pair=name)
         except LocalspecError as exc:
-            self.notify(f"{exc}  (press p to download it)", severity="error")
+            self.notify(note(f"{exc}  (press p to download it)"), severity="error", markup=False)
             return
         if self.app.session.settings.default_pair is None:
             self._remember_choice(name)  # the first pick becomes the default: no first-run screen next time
@@ -166,7 +167,7 @@ class ModelsScreen(Screen):
         try:
             self.app.set_config("default_pair", name)
         except LocalspecError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(note(exc), severity="error", markup=False)
             return False
         self.first_run = False
         self.set_notice(None)
@@ -236,7 +237,7 @@ class ModelsScreen(Screen):
         bar = self._bars.get(msg.file)
         if bar is None:
             bar = self._bars[msg.file] = ProgressBar(total=msg.total, show_eta=False, id=None)
-            self.query_one("#downloads").mount(Label(msg.file, classes="file"), bar)
+            self.query_one("#downloads").mount(Label(line(msg.file), classes="file"), bar)
         bar.update(total=msg.total, progress=msg.done)
         bar.set_class(msg.phase == "verify", "verifying")
 
@@ -247,16 +248,16 @@ class ModelsScreen(Screen):
         if msg.error and not msg.cancelled:
             self.failed[msg.name] = msg.error
             status = f"Download of '{msg.name}' failed: {msg.error}  (p retries)"
-            self.notify(msg.error, severity="error", timeout=8)
+            self.notify(note(msg.error), severity="error", timeout=8, markup=False)
         else:
             self.failed.pop(msg.name, None)
             if msg.cancelled:
                 status = f"Download of '{msg.name}' cancelled; p resumes it"
-                self.notify(status, severity="warning")
+                self.notify(note(status), severity="warning", markup=False)
             else:
                 status = f"'{msg.name}' is downloaded: press Enter or u to use it"
                 self.notify(f"pair '{msg.name}' is ready: press u to use it", timeout=4)
         for label in self.query("#download-status").results(Label):
-            label.update(status)
+            label.update(line(status))
             label.set_class(bool(msg.error) and not msg.cancelled, "failed")
         self.action_refresh()

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from localspec.conversations import ConversationError
+from localspec.tui.shown import line, note
 from localspec.tui.widgets.rowtable import RowTable
 
 HELP = "Enter opens · r renames · d deletes · / searches titles and messages · Esc goes back"
@@ -74,16 +75,17 @@ class SessionsScreen(Screen):
         try:
             convs = self.store.list(search or None)
         except ConversationError as exc:
-            empty.update(str(exc))
+            empty.update(line(exc))
             return
         current = self.app.session.conversation_id
         for c in convs:
             when = datetime.fromtimestamp(c.updated).strftime("%Y-%m-%d %H:%M")
-            table.add_row("●" if c.id == current else "", c.display_title, when, str(c.message_count),
-                          c.pair or "-", c.id, key=c.id)
+            # Stored text: escaped (ESC, OSC, U+202E) and never read as markup (a str cell would be).
+            table.add_row("●" if c.id == current else "", line(c.display_title, 200), when, str(c.message_count),
+                          line(c.pair or "-", 60), line(c.id), key=c.id)
             self.ids.append(c.id)
         if not convs:
-            empty.update(f"No conversation has {search!r} in its title or messages." if search else
+            empty.update(line(f"No conversation has {search!r} in its title or messages.") if search else
                          "No saved conversations yet: each chat is saved from its first message.")
         else:
             empty.update("")
@@ -129,7 +131,7 @@ class SessionsScreen(Screen):
         try:
             title = self.store.get(cid, messages=False).title
         except ConversationError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(note(exc), severity="error", markup=False)
             return
 
         def done(new: str | None) -> None:
@@ -138,10 +140,10 @@ class SessionsScreen(Screen):
             try:
                 self.store.rename(cid, new)
             except ConversationError as exc:
-                self.notify(str(exc), severity="error")
+                self.notify(note(exc), severity="error", markup=False)
                 return
             self.refresh_list(keep=cid)
-            self.notify(f"renamed to {new.strip()!r}", timeout=2)
+            self.notify(note(f"renamed to {new.strip()!r}"), timeout=2, markup=False)
 
         self.app.push_screen(RenameScreen(title), done)
 
@@ -152,7 +154,7 @@ class SessionsScreen(Screen):
         try:
             conv = self.store.get(cid, messages=False)
         except ConversationError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(note(exc), severity="error", markup=False)
             return
 
         def done(yes: bool | None) -> None:
@@ -161,13 +163,13 @@ class SessionsScreen(Screen):
             try:
                 self.app.delete_conversation(cid)
             except ConversationError as exc:
-                self.notify(str(exc), severity="error")
+                self.notify(note(exc), severity="error", markup=False)
                 return
             self.refresh_list()
-            self.notify(f"deleted {conv.display_title!r}", timeout=2)
+            self.notify(note(f"deleted {conv.display_title!r}"), timeout=2, markup=False)
 
-        self.app.push_screen(ConfirmScreen(f"Delete {conv.display_title!r} ({conv.message_count} messages)? "
-                                           "This cannot be undone.  y: delete · n / Esc: keep"), done)
+        self.app.push_screen(ConfirmScreen(note(f"Delete {conv.display_title!r} ({conv.message_count} messages)? "
+                                                "This cannot be undone.  y: delete · n / Esc: keep")), done)
 
 
 class RenameScreen(ModalScreen[str | None]):
@@ -184,7 +186,8 @@ class RenameScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("New title (Enter saves, Esc cancels)")
-            yield Input(self.old, id="rename-title")
+            # The stored title, escaped: what the field shows is what gets saved (no control characters).
+            yield Input(str(line(self.old)), id="rename-title")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)

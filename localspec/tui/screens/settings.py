@@ -22,6 +22,8 @@ from textual.widgets import Footer, Input, Label, Select, Static, Switch, TextAr
 from localspec.errors import LocalspecError
 from localspec.models.config import TABLES, Settings, config_keys, load_config, save_config
 from localspec.speculative import registry
+from localspec.terminal import display_text, safe_text
+from localspec.tui.shown import line, note
 
 HELP = {
     "default_pair": "pair used when none is given (empty: first installed)",
@@ -117,7 +119,7 @@ class SettingsScreen(Screen):
             current = load_config(self.app.session.options.config_path, apply_env=False)
         except LocalspecError as exc:
             current = Settings()
-            self.app.notify(f"{exc}; showing the defaults", severity="error")
+            self.app.notify(note(f"{exc}; showing the defaults"), severity="error", markup=False)
         self._tables = {t: getattr(current, t) for t in TABLES}  # no form fields: saved back as they are
         session = self.app.session
         yield Label("Settings  (Ctrl+S saves both parts, Esc goes back)", classes="heading")
@@ -126,7 +128,9 @@ class SettingsScreen(Screen):
             yield Label("This conversation (from its next message)", classes="heading")
             with Horizontal(classes="setting"):
                 yield Label("system prompt", classes="key")
-                yield TextArea(session.system_prompt, id="conv-system", soft_wrap=True, tab_behavior="focus")
+                # A resumed conversation's stored prompt: shown (and saved) with control characters escaped.
+                yield TextArea(display_text(session.system_prompt or ""), id="conv-system", soft_wrap=True,
+                               tab_behavior="focus")
             with Horizontal(classes="setting"):
                 yield Label("temperature", classes="key")
                 yield Input("" if session.temperature is None else str(session.temperature), id="conv-temperature",
@@ -137,7 +141,7 @@ class SettingsScreen(Screen):
                 yield Input("" if session.max_tokens_override is None else str(session.max_tokens_override),
                             id="conv-max-tokens", placeholder=f"{session.options.max_tokens} (default)")
                 yield Label("most tokens per reply; raise it when replies stop at the token limit", classes="help")
-            yield Label(f"config.toml · {self._path()}", classes="heading")
+            yield Label(line(f"config.toml · {self._path()}"), classes="heading")
             for key in config_keys():
                 with Horizontal(classes="setting"):
                     yield Label(key, classes="key")
@@ -161,7 +165,7 @@ class SettingsScreen(Screen):
             return Select(options, value=value, allow_blank=False, id=wid)
         if get_origin(base) is Literal:
             return Select([(str(v), v) for v in get_args(base)], value=value, allow_blank=False, id=wid)
-        return Input("" if value is None else str(value), id=wid, placeholder="(default)")
+        return Input("" if value is None else safe_text(value), id=wid, placeholder="(default)")
 
     def values(self) -> dict[str, Any]:
         """The form as a nested raw dict, as config.toml would hold it (empty text fields left out)."""
@@ -187,7 +191,7 @@ class SettingsScreen(Screen):
         try:
             system, temperature, max_tokens = self.conversation()
         except ConversationError as exc:
-            error.update(f"not saved: {exc}")
+            error.update(line(f"not saved: {exc}"))
             error.display = True
             return
         try:
@@ -195,7 +199,7 @@ class SettingsScreen(Screen):
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            error.update(f"not saved: {where}: {first['msg']}")
+            error.update(line(f"not saved: {where}: {first['msg']}"))
             error.display = True
             return
         try:
@@ -204,7 +208,7 @@ class SettingsScreen(Screen):
                                                        max_tokens=max_tokens)
             self.app.reload_settings()
         except (LocalspecError, OSError) as exc:
-            error.update(f"not saved: {exc}")
+            error.update(line(f"not saved: {exc}"))
             error.display = True
             return
         error.display = False

@@ -15,6 +15,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
+from localspec.tui.shown import line, note
+
 _STATE_STYLE = {"running": "green", "starting": "yellow", "failed": "red", "off": "dim", "stopped": "dim"}
 _NO_SERVERS = ("No MCP servers are configured. Add them to {path} in the usual format, for example:\n"
                '{{"mcpServers": {{"files": {{"command": "npx", "args": '
@@ -57,9 +59,9 @@ class ToolsScreen(Screen):
         self.query_one("#tool-list", DataTable).add_columns("tool", "source", "access", "description")
         notice = self.query_one("#tools-notice", Static)
         if self.mcp is None:
-            notice.update(Text(_NO_SERVERS.format(path=self.config_path or "mcp.json")))
+            notice.update(Text(_NO_SERVERS.format(path=line(self.config_path or "mcp.json"))))
         else:
-            notice.update(Text(f"Servers from {self.mcp.config.path}; their output goes to the log folder."))
+            notice.update(line(f"Servers from {self.mcp.config.path}; their output goes to the log folder."))
         self.action_refresh()
         self.set_interval(0.5, self.action_refresh)
         self.query_one("#servers", DataTable).focus()
@@ -72,15 +74,16 @@ class ToolsScreen(Screen):
         for s in self.mcp.servers() if self.mcp is not None else []:
             state = "switching…" if s.name in self.busy else s.state
             detail = s.error or ("; ".join(s.skipped) if s.skipped else "")
-            servers.add_row(s.name, Text(state, style=_STATE_STYLE.get(state, "")), str(len(s.tools)),
-                            Text(_cut(s.where, 40)), Text(_cut(detail, 120)), key=s.name)
+            # A server's error is its own stderr, its command line comes from mcp.json: escaped, never markup.
+            servers.add_row(line(s.name), Text(state, style=_STATE_STYLE.get(state, "")), str(len(s.tools)),
+                            line(_cut(s.where, 40)), line(_cut(detail, 120)), key=s.name)
         if keep and keep < servers.row_count:
             servers.move_cursor(row=keep)
         tools = self.query_one("#tool-list", DataTable)
         tools.clear()
         for t in self.toolbox.tool_defs():
             access = "read" if t.kind == "read" else "write"
-            tools.add_row(Text(t.name), Text(t.source), access, Text(_cut(t.description, 90)))
+            tools.add_row(line(t.name), line(t.source), access, line(_cut(t.description, 90)))
 
     def selected(self) -> str | None:
         table = self.query_one("#servers", DataTable)
@@ -110,7 +113,7 @@ class ToolsScreen(Screen):
         try:
             self.mcp.set_enabled(name, on)
         except Exception as exc:  # a server that cannot start is a state, shown in the table; this is a bug guard
-            self.app.notify(f"MCP server {name!r}: {type(exc).__name__}: {exc}", severity="error", markup=False)
+            self.app.notify(note(f"MCP server {name!r}: {type(exc).__name__}: {exc}"), severity="error", markup=False)
         else:
             status = next((s for s in self.mcp.servers() if s.name == name), None)
             if status is not None and status.state == "running":

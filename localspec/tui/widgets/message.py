@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Label, Markdown, Static
 
+from localspec.terminal import display_text
 from localspec.tui.origins import coloured
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "call": "Tool call (as generated)", "error": "Error",
@@ -45,13 +46,13 @@ class ChatMessage(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Label(ROLE_TITLES.get(self.role, self.role), classes="role")
         if self.role in MARKDOWN_ROLES:
-            yield Markdown(self._initial, classes="body")
+            yield Markdown(display_text(self._initial), classes="body")  # stored/model text: controls shown
             yield Static(coloured(self.runs), classes="origins")
         else:
             yield Static(self._plain(), classes="body")
 
     def _plain(self) -> Text:
-        return coloured(self.runs) if self.show_origins and self.role == "call" else Text(self.text)
+        return coloured(self.runs) if self.show_origins and self.role == "call" else Text(display_text(self.text))
 
     async def append(self, runs) -> None:
         """Add streamed text; MarkdownStream coalesces fragments when rendering falls behind."""
@@ -61,7 +62,7 @@ class ChatMessage(Vertical, can_focus=True):
             return
         if self._stream is None:
             self._stream = Markdown.get_stream(self.query_one(Markdown))
-        await self._stream.write("".join(t for _, t in runs))
+        await self._stream.write(display_text("".join(t for _, t in runs)))  # per character: pieces escape alike
         if self.show_origins:
             self.query_one(".origins", Static).update(coloured(self.runs))
 

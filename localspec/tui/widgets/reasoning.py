@@ -11,6 +11,8 @@ import time
 
 from textual.widgets import Collapsible, Static
 
+from localspec.tui.shown import prose
+
 
 def reasoning_title(tokens: int, seconds: float | None, done: bool) -> str:
     """"Thinking… 42 tokens" while it streams; "Thought for 3.1 s · 42 tokens · 13.5 tok/s" once it is over."""
@@ -29,7 +31,7 @@ class ReasoningBlock(Collapsible):
     """
 
     def __init__(self, text: str = "", *, clock=time.perf_counter) -> None:
-        self._body = Static(text, classes="thoughts", markup=False)
+        self._body = Static(prose(text), classes="thoughts")  # model text: escaped, never markup
         super().__init__(self._body, title=reasoning_title(0, None, False), collapsed=False, classes="reasoning")
         self.text = text
         self.tokens = 0
@@ -41,7 +43,7 @@ class ReasoningBlock(Collapsible):
     def append(self, text: str, tokens: int = 0) -> None:
         self.text += text
         self.tokens += tokens
-        self._body.update(self.text)
+        self._body.update(prose(self.text))
         self.title = reasoning_title(self.tokens, None, False)
 
     def finish(self) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from textual.widgets import Collapsible, Static
 
 from localspec.tools.display import arguments_text, safe_text
+from localspec.tui.shown import title
 
 MARKS = {"running": "…", "ok": "✓", "failed": "✗"}
 
 
-def heading(name: str, status: str, note: str = "") -> str:
-    return f"{MARKS[status]} {name}" + (f" · {note}" if note else "")
+def heading(name: str, status: str, note: str = ""):
+    """The card's title: the tool name comes from the model or an MCP server, so it is escaped plain content."""
+    return title(f"{MARKS[status]} {name}" + (f" · {note}" if note else ""), 200)
 
 
 class ToolCard(Collapsible):
