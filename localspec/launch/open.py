@@ -68,6 +68,8 @@ def open_engine(config: RunConfig, *, history: CallHistory | None = None, memory
     pair, warning = open_pair(config)
     try:
         engine = build_engine(pair, drafting or config.drafting, history=history, costs=costs, memory=memory)
+        # While the front end says "loading": the first reply of a session then starts as fast as any other.
+        engine.calibrate_now(pair.target.bos if pair.target.bos >= 0 else 0)
     except BaseException:
         pair.close()
         raise

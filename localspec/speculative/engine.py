@@ -150,6 +150,21 @@ class SpecEngine:
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             self.totals.merge(stats)
 
+    def calibrate_now(self, filler: int = 0, base: int = 16) -> None:
+        """Time the cost model's calibration decodes now (at load), on a throwaway cache of `base` tokens, instead of
+        in the middle of the first reply: there it held back the first visible text by its whole duration (the
+        text of a token is released with the next one, which came after the calibration)."""
+        if not self._calibrate or self.costs.ready:
+            return
+        ctx = self.target
+        if ctx.n_past:
+            return  # a cache in use is not ours to wipe: the first generation calibrates as before
+        ctx.decode([filler] * min(base, ctx.n_batch), "none")
+        try:
+            self.costs.calibrate(ctx)
+        finally:
+            ctx.clear()
+
     def keep_prefix(self, tokens: Sequence[int]) -> None:
         """A prompt prefix worth computing once (a chat's system prompt and tool definitions): saved when a prefill
         first passes its end, restored by later prefills that start with it (runtime/prefixes.py)."""
