@@ -110,7 +110,7 @@ def say(session, text, **kw):
     return events
 
 
-def test_regenerate_edit_and_delete_change_the_conversation_and_its_saved_copy(home, tiny_target, tmp_path):  # noqa: F811
+def test_regenerate_edit_and_delete_change_the_saved_copy_too(home, tiny_target, tmp_path):  # noqa: F811
     session = session_on(tiny_target, tmp_path)
     try:
         for text in ("first question", "second question", "third question"):

@@ -65,7 +65,8 @@ def test_run_json_reports_the_first_token_without_tools(tiny_target, tmp_path):
 def _on_a_terminal(*args, home: Path) -> tuple[int, str, str]:
     """Run localspec with stderr on a pseudo-terminal (as in a shell), stdout on a pipe."""
     master, slave = pty.openpty()
-    env = dict(os.environ, LOCALSPEC_HOME=str(home), PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, LOCALSPEC_HOME=str(home),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "localspec", *map(str, args)], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)

@@ -9,6 +9,7 @@ from .transcript import Transcript, new_session_id, read_transcript, transcripts
 
 __all__ = [
     "Agent", "AgentResult", "ApprovalDecided", "ApprovalNeeded", "DEFAULT_SYSTEM", "Done", "Event", "EventHandler",
-    "FINISH_REASONS", "MessageAdded", "Notice", "PromptProgress", "StepStats", "TOOL_CHOICES", "TextDelta", "ToolCallFinished",
+    "FINISH_REASONS", "MessageAdded", "Notice", "PromptProgress", "StepStats", "TOOL_CHOICES", "TextDelta",
+    "ToolCallFinished",
     "ToolCallRecord", "ToolCallStarted", "Transcript", "new_session_id", "read_transcript", "transcripts_dir",
 ]

@@ -1,8 +1,9 @@
 """What the command line shows around a reply on stderr: the prompt being read, and the end of the reply.
 
-"reading prompt: N of M tokens · R tok/s" while the model reads a long prompt: on a terminal only (stderr), on one line rewritten in place and cleared when the first token comes; a pipe or a log
-gets nothing (a line per batch would be noise there). A prompt short enough to be read before anyone could read the
-line (SHOW_FROM tokens to evaluate) shows nothing either.
+"reading prompt: N of M tokens · R tok/s" while the model reads a long prompt: on a terminal only (stderr), on one
+line rewritten in place and cleared when the first token comes; a pipe or a log gets nothing (a line per batch would
+be noise there). A prompt short enough to be read before anyone could read the line (SHOW_FROM tokens to evaluate)
+shows nothing either.
 """
 
 from __future__ import annotations

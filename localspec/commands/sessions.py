@@ -22,7 +22,8 @@ def register(sub) -> None:
     p = sub.add_parser("sessions", help="saved conversations: list, show, export, rename, delete",
                        description="Saved conversations (newest first). Reopen one with `localspec --continue` or "
                                    "`localspec --resume ID`.")
-    p.add_argument("--search", metavar="TEXT", default=None, help="only conversations whose title or messages contain TEXT")
+    p.add_argument("--search", metavar="TEXT", default=None,
+                   help="only conversations whose title or messages contain TEXT")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N conversations")
     p.add_argument("--json", action="store_true", help="a JSON list of conversations, each with its messages")
     p.set_defaults(func=cmd_list)

@@ -98,8 +98,9 @@ class RemoteChatService:
         finish = (done.finish_reason if done else None) or ("tool_calls" if calls else "stop")
         stats.finish_reason = finish
         self.metrics.observe(stats, finish)
+        reasoning = (done.reasoning or None) if done else None
         emit(DoneEvent(finish, (done.content if done else "") or (None if calls else ""), calls, stats,
-                       stats.prompt_tokens, stats.generated_tokens, reasoning=(done.reasoning or None) if done else None))
+                       stats.prompt_tokens, stats.generated_tokens, reasoning=reasoning))
 
     def metrics_text(self) -> str:
         return self.metrics.render(self.queue.running, self.queue.waiting)

@@ -7,5 +7,5 @@ from localspec.turns.events import CALL, JSON, REASONING, TEXT, Delta, PromptRea
 from localspec.turns.request import TurnRequest
 from localspec.turns.result import TurnResult
 
-__all__ = ["Bounds", "CALL", "Delta", "JSON", "PromptRead", "REASONING", "ReasoningWritten", "TEXT", "TurnEngine", "TurnEvent",
-           "TurnRequest", "TurnResult", "new_call_id", "parse_calls"]
+__all__ = ["Bounds", "CALL", "Delta", "JSON", "PromptRead", "REASONING", "ReasoningWritten", "TEXT", "TurnEngine",
+           "TurnEvent", "TurnRequest", "TurnResult", "new_call_id", "parse_calls"]
