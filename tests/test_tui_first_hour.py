@@ -180,3 +180,16 @@ async def test_the_lists_keep_their_keys(chat_pair, workspace, home):  # noqa: F
         assert pairs.cursor_row == pairs.row_count - 1 and pairs.scroll_x == 0  # a row, not sideways
         await pilot.press("home")
         assert pairs.cursor_row == 0
+
+
+async def test_context_size_and_threads_in_the_settings_take_effect_at_once(chat_pair, workspace, home):  # noqa: F811
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, ctx_size=None, threads=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert app.session._engine.target.n_ctx == 8192
+        app.set_config("ctx_size", "4096")  # what Ctrl+S on the settings screen does with the form's values
+        app.set_config("threads", "1")
+        await wait_for(pilot, lambda: app.session.loaded and app.session._engine.target.n_ctx == 4096, 60,
+                       "the pair reloaded with the new context size")
+        assert app.session.config().context.n_threads == 1

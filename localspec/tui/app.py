@@ -214,6 +214,7 @@ class LocalspecApp(App):
     # -- settings -------------------------------------------------------------------------------------------------
     def reload_settings(self) -> None:
         before = self._backend_choice()
+        loaded_with = self._load_settings()
         self.session.apply_settings(load_config(self.options.config_path))
         self._apply_theme()
         self.chat.refresh_header()
@@ -225,6 +226,16 @@ class LocalspecApp(App):
                 self.notify(str(exc), severity="error")
                 return
             self.switch_pair(target)
+        elif loaded_with != self._load_settings() and self.session.selection is not None and not self.chat.busy:
+            # The context size, threads, offload or drafters changed: they take a reload, done now (a small
+            # model reloads in a second; a reply in progress keeps its model until the next load).
+            self.switch_pair(self.session.selection)
+
+    def _load_settings(self) -> tuple:
+        """The settings a loaded pair was opened with (a change needs a reload)."""
+        s = self.session.settings
+        return (s.ctx_size, s.threads, s.target_gpu_layers, s.draft_gpu_layers, s.drafters, s.draft_max,
+                s.draft_p_min)
 
     def _backend_choice(self):
         """The remote server the settings choose (None: local), or the error text when they are incomplete."""

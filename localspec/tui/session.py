@@ -101,6 +101,11 @@ class ChatSession:
         # `info` is set last in load(), after the engine, the agent and the warm-up: only then is a pair usable.
         return self._agent is not None and self.info is not None
 
+    @property
+    def selection(self) -> Selection | None:
+        """The local model files loaded now (None: none, or a remote server generates)."""
+        return self._selection if self._remote is None else None
+
     def remote_config(self):
         """The OpenAI-compatible server to use (--backend openai, or backend.kind in the settings), or None."""
         from localspec.launch.remote import resolve_remote

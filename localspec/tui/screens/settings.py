@@ -31,8 +31,8 @@ HELP = {
     "draft_gpu_layers": "draft layers on the GPU (-1 all; empty: pair hint)",
     "draft_max": "most tokens drafted per step (empty: pair hint)",
     "draft_p_min": "stop drafting below this draft probability (empty: pair hint)",
-    "ctx_size": "context window in tokens (empty: 8192, or what the model was trained on); on the next load",
-    "threads": "CPU threads (empty or 0: one per core, but one for the app); on the next load",
+    "ctx_size": "context window in tokens (empty: 8192, or what the model was trained on); saving reloads the pair",
+    "threads": "CPU threads (empty or 0: one per core, but one for the app); saving reloads the pair",
     "approval": "ask: writes and shell need approval · read-only · auto: run everything",
     "theme": "colour theme of this app",
     "sampling.temperature": "0: greedy (exactly the target's own output); higher: more varied",
@@ -212,7 +212,7 @@ class SettingsScreen(Screen):
             error.display = True
             return
         error.display = False
-        self.notify("settings saved; model settings apply when a pair is next loaded", timeout=3)
+        self.notify("settings saved (a changed context size, threads or drafters reload the pair now)", timeout=3)
         self.dismiss()
 
     def action_close(self) -> None:
