@@ -186,3 +186,41 @@ def test_tools_off_for_a_chat_means_no_tool_definitions_in_the_prompt(home, tiny
 
 def store_params(session) -> dict:
     return session.conversations.get(session.conversation_id, messages=False).params
+
+
+def test_a_run_conversation_resumed_in_the_app_keeps_its_pair(home, tmp_path):  # noqa: F811
+    """`run --tools` on the demo records pair_name "demo"; the app reopening it loads the demo and keeps calling it
+    "demo" (it used to rewrite the pair to the model's file name)."""
+    from localspec.conversations import open_store
+    from localspec.models.resolve import demo_model_path
+    from localspec.tui.options import AppOptions
+    from localspec.tui.session import ChatSession
+
+    if demo_model_path() is None:
+        pytest.skip("needs the packaged demo model")
+    with open_store() as store:
+        cid = store.create(pair="demo", workspace=str(tmp_path), params={"pair_name": "demo",
+                                                                          "target": str(demo_model_path())})
+        store.add_message(cid, {"role": "user", "content": "hi"})
+        store.add_message(cid, {"role": "assistant", "content": "hello"})
+    session = ChatSession(AppOptions(workspace=tmp_path, resume=cid))
+    try:
+        sel = session.initial_selection()
+        assert sel.demo and sel.pair == "demo"
+        session.load(sel)
+        meta = session._conversation_meta()
+        assert meta["pair"] == "demo" and meta["params"]["pair_name"] == "demo"
+    finally:
+        session.shutdown()
+
+
+def test_serve_names_the_demo_model_demo(home):  # noqa: F811
+    """On a fresh install `serve` runs the demo: clients see the model as "demo", the name `models` shows."""
+    from localspec.cli import build_parser
+    from localspec.commands.helpers import config_from_args
+    from localspec.models.resolve import demo_model_path
+
+    if demo_model_path() is None:
+        pytest.skip("needs the packaged demo model")
+    config = config_from_args(build_parser().parse_args(["serve"]))
+    assert config.selection.demo and config.pair == "demo"  # serve's model id is `--model-name or config.pair`

@@ -152,7 +152,10 @@ def test_serve_reuses_the_tools_prefix_and_reports_it_in_usage(tiny_server_with_
     c.chat.completions.create(messages=[{"role": "user", "content": "a question without tools"}], model="tiny",
                               max_tokens=3)
     again = c.chat.completions.create(messages=[{"role": "user", "content": "now off"}], **ask)
-    for r in (first, again):
+    forced = c.chat.completions.create(messages=[{"role": "user", "content": "red"}], model="tiny", max_tokens=40,
+                                       tools=TOOLS, tool_choice="required")
+    assert forced.choices[0].message.tool_calls
+    for r in (first, again, forced):  # one count of the prompt, whichever field says it
         assert r.usage.prompt_tokens == r.model_extra["localspec"]["prompt_tokens"]
     cached = again.usage.prompt_tokens_details.cached_tokens
     assert cached == again.model_extra["localspec"]["reused_prefix_tokens"] > 0
