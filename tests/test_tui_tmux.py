@@ -67,7 +67,8 @@ def test_a_forced_call_reaches_the_approval_screen_in_a_real_terminal(app_in_tmu
     wait_for_text(name, "demo · ready", 120)
     tmux("send-keys", "-t", name, "-l", "/tool run_shell list the files here")
     tmux("send-keys", "-t", name, "Enter")
-    shown = wait_for_text(name, "run_shell wants to", 600)  # the demo model reads the tools once, then calls
+    wait_for_text(name, "run_shell wants to", 600)  # the demo model reads the tools once, then calls
+    shown = wait_for_text(name, "d Deny always", 30)  # the screen drawn whole, its keys in the footer
     assert "y Allow once" in shown and "n Deny once" in shown and "a Allow always" in shown
     assert "run_shell wants to: run: " in shown and "danger:" in shown  # what would run, and how risky it is
     tmux("send-keys", "-t", name, "n")
