@@ -79,14 +79,16 @@ def main() -> None:
         for config in configs:
             stats = runs[(name, config)]
             tps = statistics.median(s["tokens_per_second"] for s in stats)
-            est = statistics.median(s.get("estimated_speedup", 0.0) for s in stats)
+            known = [s["estimated_speedup"] for s in stats if s.get("estimated_speedup") is not None]
+            est = statistics.median(known) if known else None  # None: no data ("–"), never a made-up 0
             drafted = statistics.median(s["drafted"] for s in stats)
             accepted = statistics.median(s["accepted"] for s in stats)
             off = stats[-1].get("switched_off") or {}
             row = {"prompt": name, "config": config, "tokens_per_second": tps,
                    "ratio": tps / base if base else 0.0, "estimated_speedup": est}
             table.append(row)
-            print(f"| {name} | {config} | {tps:.1f} | {row['ratio']:.2f}x | {est:.2f}x | "
+            shown = "–" if est is None else f"{est:.2f}x"
+            print(f"| {name} | {config} | {tps:.1f} | {row['ratio']:.2f}x | {shown} | "
                   f"{drafted:.0f}/{accepted:.0f} | {', '.join(f'{k}: {v}' for k, v in off.items()) or '-'} |")
     if args.json:
         print(json.dumps(table))

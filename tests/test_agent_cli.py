@@ -144,6 +144,7 @@ def test_agent_result_to_dict_is_what_run_tools_json_printed():
         "tool_calls": [{"name": c.name, "arguments": c.arguments, "ok": c.result.ok, "content": c.result.content,
                         "error": c.result.error} for c in result.tool_calls],
         "finish_reason": result.finish_reason, "error": result.error, "stats": result.stats.to_dict(),
+        "time_to_first_token_s": None, "reused_prefix_tokens": 0,  # issue 28: the first token's wait, and why
         "target": target, "draft": draft,
         "transcript": None}, ensure_ascii=False)  # the JSONL transcript is gone (the store is the record)
     assert json.dumps(result.to_dict(target=target, draft=draft), ensure_ascii=False) == before

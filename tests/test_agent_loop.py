@@ -85,7 +85,9 @@ def test_an_answer_then_a_call_runs_it_and_reports_every_step(engine, workspace)
         [("list_dir", {}, True, LISTING, 1, True)]
     assert (_text(events, "text"), _text(events, "call")) == ("hello world", CALL_TEXT)
     assert all(e.origin for e in events if isinstance(e, TextDelta))
-    assert [e.type for e in events if not isinstance(e, TextDelta)] == \
+    kinds = [e.type for e in events if not isinstance(e, TextDelta)]
+    assert kinds[:2] == ["message", "prompt"]  # how far the prompt is read comes before any text
+    assert [k for k in kinds if k != "prompt"] == \
         ["message", "stats", "message", "tool_call", "tool_result", "message", "done"]
     assert _without_ids(agent.messages) == [
         {"role": "user", "content": "ls"},
@@ -142,7 +144,7 @@ def test_cancel_during_generation_stops_the_run(engine, workspace):
     # Stopped before the call: the words were already verified when the first piece of them reached the UI.
     assert (_text(events, "text"), _text(events, "call")) == ("hello world", "")
     assert isinstance(events[-1], Done)
-    assert agent.messages[-1] == {"role": "assistant", "content": "hello world"}  # what it wrote is kept
+    assert agent.messages[-1] == {"role": "assistant", "content": "hello world", "cancelled": True}  # kept, marked
 
 
 def test_cancel_before_tools_run_leaves_them_unrun(engine, workspace):

@@ -31,7 +31,10 @@ def test_models_lists_the_demo_pair(home, capsys):
     assert "installed" in line and "SmolLM2" in line
     assert run("models", "--json") == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["demo"]["name"] == DEMO and data["demo"]["state"] == "installed" and not data["demo"]["default"]
+    assert data["demo"]["name"] == DEMO and data["demo"]["state"] == "installed"
+    # Nothing else installed: the demo is what runs, so it is the default shown (issue 28), not a missing pair.
+    assert data["demo"]["default"] and data["default"] == DEMO
+    assert not any(p["default"] for p in data["catalog"])
     assert data["demo"]["target"] == str(demo_model_path())
 
 

@@ -9,6 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SUITE = ROOT / "benchmarks" / "bfcl_subset.jsonl"
@@ -21,18 +23,85 @@ def section(title: str) -> str:
     return README[start:end if end > 0 else None]
 
 
+def install_block() -> list[str]:
+    """The commands of the Install section's first sh block, as a user copies them."""
+    block = re.search(r"```sh\n(.*?)```", section("Install"), re.S).group(1)
+    return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
 def test_readme_installs_from_a_checkout_or_a_git_url_never_from_the_index():
     install = section("Install")
     assert not re.search(r"pipx install '?localspec(\[|\b)", README)  # not on PyPI: that command fails
-    assert 'pipx install "git+https://' in install and "pipx install ./localspec" in install
-    assert "five minutes" in install and "--no-cache-dir" in install  # the build, and its cached wheel
+    # Two commands, in this order: install (with the demo model: something to talk to, even offline) and run.
+    assert install_block() == ['pipx install "./localspec[demo]"', 'localspec run "Say hello in five words"']
+    assert "git+https://" in install and "git clone" in install  # the checkout, or the repository itself
+    assert "python3 -m pip install --user pipx" in install  # pipx is not assumed
+    assert "five minutes" in install and "--no-cache-dir" in install and "--force" in install  # the cached wheel
     assert re.search(r"--extra-index-url https://abetlen\.github\.io/llama-cpp-python/whl/cu12\d", install)
     assert "--prefer-binary" in install  # else pip prefers a newer sdist to an older prebuilt wheel
 
 
 def test_the_cpu_flags_line_is_in_the_quick_start():
     flags = 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON"'
-    assert flags in section("Quick start") and flags not in section("Install")
+    quick = section("Quick start")
+    assert flags in quick and flags not in section("Install")
+    line = next(x for x in quick.splitlines() if x.startswith(flags))
+    # A rebuild after a first install: without --force pipx does nothing, without --no-cache-dir pip reuses the
+    # first wheel; and the reader learns what "misbehave" looks like.
+    assert "pipx install --force --pip-args=--no-cache-dir" in line
+    assert "Segmentation fault" in quick and "Illegal instruction" in quick
+
+
+def _checkout_copy(dest: Path) -> Path:
+    """The checkout as a user has it (tracked and new files, nothing git ignores: no .venv, no caches)."""
+    import shutil
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+@pytest.mark.slow
+def test_the_install_block_runs_as_written_in_a_fresh_environment(tmp_path):
+    """The README's two commands, verbatim, in a fresh virtual environment that has only pipx (the README says how
+    to get it): pipx installs ./localspec[demo] (llama-cpp-python from pip's cache once built, CMAKE_ARGS as the
+    environment has them, like a user's), and the installed `localspec` answers with the demo model."""
+    import os
+    import subprocess
+    import venv
+
+    if shutil_which("git") is None:
+        pytest.skip("needs git to list the checkout's files")
+    _checkout_copy(tmp_path / "localspec")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    pip = subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "--quiet", "pipx"],
+                         capture_output=True, text=True)
+    if pip.returncode:
+        pytest.skip(f"pipx could not be installed (no package index?): {pip.stderr.strip()[-300:]}")
+    bin_dir = tmp_path / "bin"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCALSPEC_", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(PATH=f"{bin_dir}:{env_dir / 'bin'}:{os.environ['PATH']}", PIPX_HOME=str(tmp_path / "pipx"),
+               PIPX_BIN_DIR=str(bin_dir), PIPX_MAN_DIR=str(tmp_path / "man"),
+               LOCALSPEC_HOME=str(tmp_path / "home"))
+    for line in install_block():
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=3600)
+        assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    assert done.stdout.strip(), "the demo model said nothing"  # the last line is the run
+    assert (bin_dir / "localspec").exists()
+
+
+def shutil_which(name: str):
+    import shutil
+
+    return shutil.which(name)
 
 
 def test_readme_explains_saved_conversations():

@@ -117,6 +117,11 @@ def test_export_rename_delete(tmp_path):
     (cid,) = seed(home, "Explain the build")
     md = Path(ok(localspec("sessions", "export", cid, home=home)).stdout.strip())
     assert md.parent == home / "data" / "exports" and md.suffix == ".md"  # the data dir by default
+    second = localspec("sessions", "export", cid, home=home)  # the same default name: a new file, and said so
+    assert second.returncode == 0 and Path(second.stdout.strip()).name == md.stem + "-2.md"
+    assert f"note: {md} exists" in second.stderr and "--force" in second.stderr
+    forced = ok(localspec("sessions", "export", cid, "--force", home=home))
+    assert Path(forced.stdout.strip()) == md and not forced.stderr  # --force replaces the earlier export
     assert "## You\n\nExplain the build" in md.read_text()
     out = tmp_path / "out.json"
     res = json.loads(ok(localspec("sessions", "export", cid, "--format", "json", "-o", out, "--json",
@@ -130,7 +135,11 @@ def test_export_rename_delete(tmp_path):
     renamed = json.loads(ok(localspec("sessions", "rename", cid, "Build notes", "--json", home=home)).stdout)
     assert renamed == {"id": cid, "title": "Build notes"}
     assert json.loads(ok(localspec("sessions", "--json", home=home)).stdout)[0]["title"] == "Build notes"
-    deleted = json.loads(ok(localspec("sessions", "--json", "delete", cid, home=home)).stdout)
+    refused = localspec("sessions", "delete", cid, home=home)  # no terminal to ask on, and no --yes: kept
+    assert refused.returncode == 1 and "--yes" in refused.stderr and "Build notes" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert json.loads(ok(localspec("sessions", "--json", home=home)).stdout)[0]["id"] == cid
+    deleted = json.loads(ok(localspec("sessions", "--json", "delete", cid, "--yes", home=home)).stdout)
     assert deleted == {"id": cid, "deleted": True}
     assert json.loads(ok(localspec("sessions", "--json", home=home)).stdout) == []
 

@@ -40,9 +40,10 @@ PAYLOADS = {
 }
 PAYLOAD = " ".join(f"<{name}:{text}>" for name, text in PAYLOADS.items())
 MARKERS = ["REDTEXT", "CLEARED", "OWNEDTITLE", "cm0gLXJmIH4=", "CLICKME", "CSIONE", "FORGED", "REVERSED", "DEL"]
-# What the program itself may send: SGR colours (the dim [thinking] prefix on a terminal) and, in the app,
-# Textual's cursor moves. Everything else that is a control character came from the payload.
-OWN_SEQUENCES = re.compile(r"\x1b\[[0-9;]*[mH]")
+# What the program itself may send: SGR colours (the dim [thinking] prefix on a terminal), the "reading prompt"
+# line rewritten in place (CR, erase line: commands/console.py) and, in the app, Textual's cursor moves. Everything
+# else that is a control character came from the payload.
+OWN_SEQUENCES = re.compile(r"\r\x1b\[2K|\x1b\[[0-9;]*[mH]")
 
 
 def raw_controls(output: str) -> list[str]:
@@ -138,7 +139,7 @@ def test_sessions_rename_delete_export_and_errors_escape_too(env):
     assert_clean(out)
     code, out = run_in_pty(["sessions", "show", "nope" + PAYLOADS["title"] + PAYLOADS["c1"]], env)
     assert code == 1 and "error:" in out and raw_controls(out) == [], out
-    code, out = run_in_pty(["sessions", "delete", cid], env)
+    code, out = run_in_pty(["sessions", "delete", cid, "--yes"], env)  # --yes: delete asks first (issue 28)
     assert code == 0
     assert_clean(out, markers=["REDTEXT", "OWNEDTITLE"])
 

@@ -92,7 +92,7 @@ async def test_escape_cancels_mid_generation_and_keeps_the_text(chat_pair, works
         panel = app.chat.query_one(StatsPanel)
         assert panel.view.finish_reason == "cancelled" and panel.view.generated < 4000
         assert any("cancelled" in m.text for m in messages(app, "note"))
-        assert app.session.history[-1] == {"role": "assistant", "content": kept}
+        assert app.session.history[-1] == {"role": "assistant", "content": kept, "cancelled": True}  # marked (issue 28)
         # The app is usable again: a second prompt streams (and is cancelled in turn).
         await send(pilot, "again")
         await wait_for(pilot, lambda: len(messages(app, "assistant")) == 2 and messages(app, "assistant")[-1].text,

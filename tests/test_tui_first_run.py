@@ -43,7 +43,10 @@ async def test_first_run_explains_itself_and_leaving_it_picks_the_demo(home, tmp
         screen = app.screen
         notice = plain(screen.query_one("#models-notice"))
         assert "No model pair is installed" not in notice
-        assert "demo model" in notice and "is installed" in notice and "press p" in notice
+        assert "demo model" in notice and "is installed" in notice
+        # Issue 28: what the demo can and cannot do, how to see the agent work with it, and which pair to pull.
+        assert "It can:" in notice and "It cannot:" in notice and "choose a tool by itself" in notice
+        assert "/tool list_dir" in notice and "download qwen3-1.7b" in notice and "p, then Enter" in notice
         legend = plain(screen.query_one("#models-legend"))
         assert "●" in legend and "★" in legend and "in use" in legend and "default" in legend
         await wait_for(pilot, lambda: app.session.loaded, 60, "the demo model")

@@ -28,8 +28,8 @@ def test_estimated_speedup(tokens, passes, decoding_s, single_s, expected):
 def test_stats_object_uses_the_same_definitions():
     # No plain pass measured: the fitted single-token cost plus this run's judging time per pass, plus the loop's
     # time per token, against the whole generation time.
-    s = Stats(generated_tokens=145, target_passes=100, draft_s=0.2, verify_s=1.3, decode_s=1.0, target_token_s=0.01,
-              wall_s=1.6)
+    s = Stats(generated_tokens=145, target_passes=100, drafted=60, accepted=45, draft_s=0.2, verify_s=1.3, decode_s=1.0,
+              target_token_s=0.01, wall_s=1.6)
     step = 0.01 + 0.3 / 100 + 0.1 / 145
     assert s.mean_accepted_length == pytest.approx(1.45)
     assert s.plain_step_s == pytest.approx(step)
@@ -38,14 +38,15 @@ def test_stats_object_uses_the_same_definitions():
 
 
 @pytest.mark.parametrize("plain, drafted, draft_s, other_s, expected", [
-    # Target alone: 100 plain passes of 10 ms (+1 ms judging each) and 0.1 s of loop: measured against itself.
+    # Target alone: nothing drafted, so this was target-only decoding: exactly 1.00x, whatever the timings.
     (100, 0, 0.0, 0.1, 1.0),
+    (100, 0, 0.5, 3.0, 1.0),
     # Prose where drafting only cost: 0.1 s of lookups and ten passes with a wasted row (12 ms instead of 11).
     (90, 10, 0.1, 0.1, 100 * (0.010 + 0.001 + 0.001) / (0.1 + 90 * 0.011 + 10 * 0.012 + 0.1)),
 ])
 def test_estimate_prices_a_token_at_a_plain_step(plain, drafted, draft_s, other_s, expected):
     verify_s = plain * 0.011 + drafted * 0.012
-    s = Stats(generated_tokens=100, target_passes=plain + drafted, draft_s=draft_s, verify_s=verify_s,
+    s = Stats(generated_tokens=100, target_passes=plain + drafted, drafted=drafted, draft_s=draft_s, verify_s=verify_s,
               decode_s=plain * 0.010 + drafted * 0.011, target_token_s=0.010, plain_passes=plain,
               plain_verify_s=plain * 0.011, plain_decode_s=plain * 0.010, wall_s=draft_s + verify_s + other_s)
     assert s.estimated_speedup == pytest.approx(expected)
@@ -54,25 +55,67 @@ def test_estimate_prices_a_token_at_a_plain_step(plain, drafted, draft_s, other_
 def test_a_stalled_pass_does_not_make_target_only_decoding_look_slower():
     """The single-token cost is the median of the passes measured lately (target_token_s): one pass stalled by
     another process inflates the run's time, not the price of a token, so the estimate shows the stall as a loss."""
-    s = Stats(generated_tokens=100, target_passes=100, verify_s=1.1 + 0.5, decode_s=1.0 + 0.5, target_token_s=0.010,
+    s = Stats(generated_tokens=100, target_passes=100, drafted=3, verify_s=1.1 + 0.5, decode_s=1.0 + 0.5,
+              target_token_s=0.010,
               plain_passes=100, plain_verify_s=1.6, plain_decode_s=1.5, wall_s=1.6)
     assert s.estimated_speedup == pytest.approx(100 * 0.011 / 1.6)
 
 
-def view(generated=200, speedup=0.7, drafters=None, passes=180):
-    return StatsView(generated=generated, drafted=100, accepted=20, target_passes=passes, acceptance_rate=0.2,
-                     mean_accepted_length=generated / passes, tokens_per_second=12.5, estimated_speedup=speedup,
-                     drafters=drafters or {"model": (100, 20)})
+def view(generated=200, speedup=0.7, drafters=None, passes=180, drafted=100, switched_off=None):
+    drafters = {"model": (100, 20)} if drafters is None else drafters
+    return StatsView(generated=generated, drafted=drafted, accepted=20 if drafted else 0, target_passes=passes,
+                     acceptance_rate=0.2 if drafted else 0.0, mean_accepted_length=generated / passes,
+                     tokens_per_second=12.5, estimated_speedup=speedup, drafters=drafters,
+                     switched_off=switched_off or {})
 
 
-def test_slow_hint_after_a_while_below_one():
+def test_slow_hint_when_drafting_measurably_cost():
     hint = slow_hint(view())
     assert hint and "0.70x" in hint and "draft model" in hint and "slower than the target alone" in hint
-    assert "drafters" in slow_hint(view(drafters={"ngram": (10, 1)}))
+    ngram = slow_hint(view(drafters={"ngram": (10, 1)}, drafted=10))
+    assert "ngram drafter off" in ngram and "drafters.ngram" in ngram  # names what to switch off
+    # the one that drafted and lost the most is named, not the first in the table
+    assert "schema" not in slow_hint(view(drafters={"schema": (40, 39), "ngram": (30, 2)}, drafted=70))
+    assert slow_hint(view(generated=30, passes=29)) is not None  # a short reply is enough (was 64 tokens)
     assert slow_hint(view(generated=20, passes=19)) is None  # too few tokens to judge
     assert slow_hint(view(speedup=1.2)) is None
-    assert slow_hint(view(speedup=0.0)) is None  # not measured is not slow
+    assert slow_hint(view(speedup=0.97)) is None  # within the estimate's own noise
+    assert slow_hint(view(speedup=None)) is None  # not measured is not slow
+    assert slow_hint(view(drafted=0, drafters={}, speedup=1.0)) is None  # nothing drafted: nothing to switch off
+    assert slow_hint(view(drafted=3, drafters={"ngram": (3, 0)})) is None  # too little drafted to blame drafting
     assert slow_hint(None) is None
+
+
+def test_nothing_drafted_is_one_and_no_data_is_a_dash():
+    """Issue 28: 1.00x when nothing is drafted (target-only, or drafters that found nothing), "–" (not 0.00x, not
+    0%) until there is data, for the estimate and for 0/0 acceptance alike."""
+    from localspec.tui.widgets.stats import turn_table
+
+    plain = Stats(generated_tokens=40, target_passes=40, verify_s=0.5, decode_s=0.45, wall_s=0.6, prefill_s=0.05)
+    assert plain.estimated_speedup == 1.0 and plain.to_dict()["estimated_speedup"] == 1.0
+    unpriced = Stats(generated_tokens=40, target_passes=20, drafted=30, accepted=20, verify_s=0.5, wall_s=0.6)
+    assert unpriced.estimated_speedup is None and unpriced.to_dict()["estimated_speedup"] is None
+    assert Stats().estimated_speedup is None
+    v = StatsView.of(plain)
+    cells = dict(zip((str(c) for c in turn_table(v).columns[0]._cells),
+                     (str(c) for c in turn_table(v).columns[1]._cells)))
+    assert cells["acceptance"] == "–" and cells["est. speedup"] == "1.00x"
+    assert "– accepted" in summary_line(v) and "est. 1.00x" in summary_line(v)
+    assert "accepted 0/0 (–)" in plain.summary() and "est. speedup 1.00x" in plain.summary()
+    assert "est. speedup –" in unpriced.summary()
+    assert StatsView.of(unpriced).speedup_text == "–"
+
+
+def test_switched_off_reasons_reach_the_cli_summary_and_the_panel():
+    why = "a draft token costs 22.1 ms against a 26.2 ms target step"
+    s = Stats(generated_tokens=11, target_passes=10, drafted=11, accepted=1, switched_off={"model": why})
+    assert f"model drafter switched off: {why}" in s.summary()
+    v = StatsView.of(s)
+    assert v.switched_off == {"model": why} and "off: model" in summary_line(v)
+    from localspec.tui.widgets.stats import switched_off_text
+
+    assert why in switched_off_text(v)
+    assert switched_off_text(view()) is None
 
 
 def test_summary_line_holds_the_main_figures():

@@ -1,13 +1,13 @@
 """The agent loop over the speculative engine and the local tools (no UI code here; the TUI and CLI consume
 its events)."""
 
-from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, EventHandler, MessageAdded, Notice, StepStats,
-                     TextDelta, ToolCallFinished, ToolCallStarted)
+from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, EventHandler, MessageAdded, Notice,
+                     PromptProgress, StepStats, TextDelta, ToolCallFinished, ToolCallStarted)
 from .loop import DEFAULT_SYSTEM, TOOL_CHOICES, Agent
 from .result import FINISH_REASONS, AgentResult, ToolCallRecord
 
 __all__ = [
     "Agent", "AgentResult", "ApprovalDecided", "ApprovalNeeded", "DEFAULT_SYSTEM", "Done", "Event", "EventHandler",
-    "FINISH_REASONS", "MessageAdded", "Notice", "StepStats", "TOOL_CHOICES", "TextDelta", "ToolCallFinished",
-    "ToolCallRecord", "ToolCallStarted",
+    "FINISH_REASONS", "MessageAdded", "Notice", "PromptProgress", "StepStats", "TOOL_CHOICES", "TextDelta",
+    "ToolCallFinished", "ToolCallRecord", "ToolCallStarted",
 ]

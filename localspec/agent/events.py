@@ -32,6 +32,21 @@ class TextDelta(Event):
 
 
 @dataclass
+class PromptProgress(Event):
+    """The model is reading its prompt: `done` of the `total` tokens to evaluate, `seconds` so far (a long prompt
+    on a CPU takes seconds before the first token; a UI says so). Not recorded."""
+    step: int
+    done: int
+    total: int
+    seconds: float
+    type = "prompt"
+
+    @property
+    def rate(self) -> float | None:
+        return self.done / self.seconds if self.done and self.seconds > 0 else None
+
+
+@dataclass
 class MessageAdded(Event):
     """A message was appended to the conversation (user, assistant with or without tool_calls, tool)."""
     message: dict

@@ -16,15 +16,14 @@ import json
 import threading
 from typing import Callable
 
-from localspec.chat import reasoning as think
-from localspec.chat.prompt import chat_prompt_tokens, tool_format
 from localspec.errors import ConfigError, ContextOverflowError
 from localspec.speculative.engine import GenParams
 from localspec.tools import Decision, ToolResult
-from localspec.turns import Delta, TurnEngine, TurnRequest, new_call_id
+from localspec.turns import Delta, PromptRead, TurnRequest, new_call_id
+from localspec.turns.chat import ChatTurns, TurnProvider
 
-from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, MessageAdded, Notice, StepStats, TextDelta,
-                     ToolCallFinished, ToolCallStarted)
+from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, MessageAdded, Notice, PromptProgress, StepStats,
+                     TextDelta, ToolCallFinished, ToolCallStarted)
 from .result import AgentResult, ToolCallRecord
 
 TOOL_CHOICES = ("auto", "required", "none")
@@ -44,7 +43,13 @@ def _assistant(turn) -> dict:
     return message
 
 
+REMOTE_RESULT_CHARS = 8000  # a tool result's size for the model when the server's context window is unknown
+
+
 class Agent:
+    """`engine` is the local SpecEngine (its turns rendered with the model's own chat template), or any
+    TurnProvider (turns/chat.py), such as the remote backend's: the loop, the tools and the approvals are the same."""
+
     def __init__(self, engine, toolbox, *, model=None, system: str | None = None,
                  params: GenParams = GenParams(max_tokens=512), max_steps: int = 8,
                  tools: list[str] | tuple[str, ...] | None = None, call_max_tokens: int = 1024,
@@ -54,11 +59,14 @@ class Agent:
             raise ConfigError("max_steps must be >= 1")
         if max_calls_per_turn < 1:
             raise ConfigError("max_calls_per_turn must be >= 1")
-        self.engine = engine
+        if hasattr(engine, "stream"):  # a SpecEngine
+            self.provider: TurnProvider = ChatTurns(engine, model, call_format)
+        else:
+            self.provider = engine
+        self.engine = getattr(self.provider, "engine", None)
         self.toolbox = toolbox
-        self.model = model if model is not None else engine.target.model
-        self.format = call_format or tool_format(self.model)
-        self.turns = TurnEngine(engine, self.model, self.format)
+        self.model = getattr(self.provider, "model", None)
+        self.format = getattr(self.provider, "format", None)
         self.max_steps = max_steps
         # Reasoning models: think before answering (a UI may switch it between runs; chat/reasoning.py).
         self.thinking = thinking
@@ -66,7 +74,8 @@ class Agent:
         self.call_max_tokens = call_max_tokens
         self.max_calls_per_turn = max_calls_per_turn
         # A tool result may not flood the context: about a quarter of the window by default (~4 chars/token).
-        self.result_chars = result_chars or max(2000, engine.target.n_ctx)
+        n_ctx = self.provider.n_ctx
+        self.result_chars = result_chars or (max(2000, n_ctx) if n_ctx else REMOTE_RESULT_CHARS)
         self._tool_names = self._check_tools(tools)
         self.messages: list[dict] = [{"role": "system", "content": system}] if system else []
         self.last_result: AgentResult | None = None
@@ -74,8 +83,13 @@ class Agent:
     # -- public -------------------------------------------------------------------------------------------------
     # `params` (generation parameters of the text phases) may be changed by a UI between runs.
 
+    # Tools on or off for this conversation (the app's per-chat switch): off, the model sees no tool definitions.
+    tools_on: bool = True
+
     def tool_specs(self, only: str | None = None) -> list[dict]:
-        """The tool definitions the model sees (policy-refused tools are left out)."""
+        """The tool definitions the model sees (policy-refused tools are left out; none while tools are off)."""
+        if not self.tools_on:
+            return []
         names = [only] if only else self.tool_names
         return [s for s in self.toolbox.specs(available_only=True) if s["function"]["name"] in names]
 
@@ -99,14 +113,28 @@ class Agent:
             result.finish_reason, result.error = "context", str(exc)
         except KeyboardInterrupt:  # the caller gets the exception; the event handler gets the ending
             result.finish_reason = "cancelled"
+            self._close_reply(emit, result)
             emit(Done(result))
             raise
         except Exception as exc:
             result.finish_reason, result.error = "error", f"{type(exc).__name__}: {exc}"
+            self._close_reply(emit, result)
             emit(Done(result))
             raise
+        self._close_reply(emit, result)
         emit(Done(result))
         return result
+
+    def _close_reply(self, emit, result: AgentResult) -> None:
+        """A conversation never ends on a user message nobody answered: a reply that was cancelled or failed before
+        it was written is kept as an (empty) assistant message marked so (the model never sees the mark:
+        turns/chat.py; exports show it). The user can regenerate it or carry on."""
+        if not self.messages or self.messages[-1].get("role") != "user":
+            return
+        if result.finish_reason == "cancelled":
+            self._add(emit, result, {"role": "assistant", "content": "", "cancelled": True})
+        elif result.finish_reason in ("error", "context"):
+            self._add(emit, result, {"role": "assistant", "content": "", "failed": result.error or "failed"})
 
     def reset(self) -> None:
         """Forget the conversation (keeps the system prompt)."""
@@ -123,13 +151,14 @@ class Agent:
             specs = self.tool_specs()  # per step: a UI may switch the policy mode between steps
             if not specs:
                 step_choice = "none"
-            template = self.model.chat_template
-            prompt = chat_prompt_tokens(self.model, think.no_think(self.messages, template, self.thinking),
-                                        tools=specs or None, template_vars=think.template_vars(template, self.thinking))
             callable_specs = [s for s in specs if s["function"]["name"] == only] if only and step == 1 else specs
             request = TurnRequest(self.params, tuple(callable_specs), step_choice, max_calls=self.max_calls_per_turn,
                                   call_max_tokens=self.call_max_tokens)
-            turn = self.turns.run(prompt, request, cancel=cancel, emit=self._turn_emitter(step, emit))
+            turn = self.provider.run(self.messages, request, prompt_tools=specs, thinking=self.thinking,
+                                     cancel=cancel, emit=self._turn_emitter(step, emit))
+            if step == 1:
+                result.first_token_s = turn.first_token_s
+                result.reused_prefix_tokens = turn.reused_prefix_tokens
             result.steps = step
             for _, s in turn.phases:
                 result.stats.merge(s)
@@ -143,7 +172,7 @@ class Agent:
                 result.reasoning = (result.reasoning + "\n\n" + turn.reasoning).strip()
             if turn.finish == "cancelled" or cancel.is_set():
                 if turn.text:
-                    self._add(emit, result, _assistant(turn))
+                    self._add(emit, result, {**_assistant(turn), "cancelled": True})
                 result.finish_reason = "cancelled"
                 return
             if not turn.calls:
@@ -215,10 +244,13 @@ class Agent:
 
     @staticmethod
     def _turn_emitter(step: int, emit):
-        """The turn's text as the agent's TextDelta events (its other events are for the server)."""
+        """The turn's text as the agent's TextDelta events, how far its prompt is read as PromptProgress (its other
+        events are for the server)."""
         def relay(ev) -> None:
             if isinstance(ev, Delta):
                 emit(TextDelta(step, ev.text, ev.origin, ev.token, ev.kind))
+            elif isinstance(ev, PromptRead):
+                emit(PromptProgress(step, ev.done, ev.total, ev.seconds))
         return relay
 
     @staticmethod

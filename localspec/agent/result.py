@@ -38,6 +38,8 @@ class AgentResult:
     finish_reason: str = ""
     error: str | None = None
     messages: list[dict] = field(default_factory=list)  # messages this run added to the conversation
+    first_token_s: float | None = None  # from the start of the run to the first step's first text (None: none)
+    reused_prefix_tokens: int = 0  # the first step's prompt tokens not computed (kept or restored: runtime/prefixes)
 
     def to_dict(self, **run_info) -> dict:
         """What `localspec run --tools --json` prints (a contract: keys and order as printed). `run_info` (the CLI
@@ -45,6 +47,8 @@ class AgentResult:
         has always printed it. "transcript" is always null: the conversation store is the one record of a run (its
         ID is "conversation"; `localspec sessions export ID --format json` writes it out); the key stays for
         scripts that read it."""
-        return {"text": self.text, "reasoning": self.reasoning, "steps": self.steps, "tool_calls": [c.to_dict() for c in self.tool_calls],
-                "finish_reason": self.finish_reason, "error": self.error, "stats": self.stats.to_dict(),
-                **run_info, "transcript": None}
+        return {"text": self.text, "reasoning": self.reasoning, "steps": self.steps,
+                "tool_calls": [c.to_dict() for c in self.tool_calls], "finish_reason": self.finish_reason,
+                "error": self.error, "stats": self.stats.to_dict(),
+                "time_to_first_token_s": None if self.first_token_s is None else round(self.first_token_s, 4),
+                "reused_prefix_tokens": self.reused_prefix_tokens, **run_info, "transcript": None}

@@ -7,6 +7,8 @@ history, tool definitions, server requests) is hostile: marker text in it is tok
 
 from __future__ import annotations
 
+import json
+
 from localspec.chat.chatml import CHATML_TEMPLATE
 from localspec.chat.formats import ToolCallFormat, detect_format
 from localspec.chat.markers import model_markers
@@ -75,3 +77,25 @@ def plain_tokens(model, text: str, forbidden: frozenset[int]) -> list[int]:
 def tool_format(model) -> ToolCallFormat:
     """How this model writes tool calls (from its template; the generic Hermes-style convention otherwise)."""
     return detect_format(model.chat_template)
+
+
+def stable_prefix(model, system: list[dict], tools: list[dict] | None = None, *,
+                  template_vars: dict | None = None) -> list[int]:
+    """The prompt tokens every conversation starting with the `system` messages and offered `tools` begins with:
+    what two renderings that differ only in their first user message share. Template-agnostic: a template that
+    puts the tool definitions in the user's turn shares less, and that is what can be kept (runtime/prefixes.py).
+    Memoised per model, system text, tools and template variables: a chat asks once per step."""
+    key = (id(model), str(getattr(model, "path", "")), hash(model.chat_template),
+           json.dumps([system, tools, template_vars], sort_keys=True, default=str))
+    found = _STABLE.get(key)
+    if found is None:
+        a, b = (chat_prompt_tokens(model, list(system) + [{"role": "user", "content": text}], tools,
+                                   template_vars=template_vars) for text in ("1", "2"))
+        n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        found = _STABLE[key] = a[:n]
+        while len(_STABLE) > 32:
+            _STABLE.pop(next(iter(_STABLE)))
+    return list(found)
+
+
+_STABLE: dict[tuple, list[int]] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from localspec.commands.helpers import open_from_args
+from localspec.commands.helpers import flags_from_args, open_from_args
 from localspec.commands.tools import add_mcp_arg, start_mcp
 from localspec.conversations import find_saved
 from localspec.errors import ConfigError
@@ -76,11 +76,17 @@ class _Printer:
     def __init__(self, reasoning: str = "show"):
         from localspec.commands.reasoning_output import ReasoningPrinter
 
+        from localspec.commands.console import PromptMeter
+
         self.at_line_start = True
         self.thoughts = ReasoningPrinter(reasoning == "show")  # reasoning to stderr, or hidden
+        self.meter = PromptMeter()  # "reading prompt: N of M tokens" while a long prompt is read (a terminal only)
 
     def __call__(self, ev) -> None:
         kind = ev.type
+        self.meter(ev)
+        if kind == "prompt":
+            return
         if kind == "text" and ev.kind == "reasoning":
             self.thoughts.write([("reasoning", ev.text)])
             return
@@ -108,7 +114,9 @@ class _Printer:
         print(line, file=sys.stderr, flush=True)
 
 
-def cmd_agent_run(args) -> int:
+def cmd_agent_run(args, remote=None) -> int:
+    """`remote`: a launch.remote.RemoteConfig when the turns run on an OpenAI-compatible server (the tools, the
+    approvals and the MCP servers stay here)."""
     from localspec.agent import DEFAULT_SYSTEM, Agent
     from localspec.agent.history import call_history
     from localspec.models.config import load_config
@@ -133,22 +141,25 @@ def cmd_agent_run(args) -> int:
     if conv is not None and args.system is None:
         system = conv.system
     mcp = start_mcp(args.mcp_config, toolbox)  # MCP servers start while the model loads; stopped at the end
-    recorder = opened = None
+    recorder = None
+    run: LocalRun | RemoteRun | None = None
     interrupted = False
     try:  # whatever fails from here on, the servers, the store and the models are closed before returning
         recorder = None if args.no_transcript else _open_recorder(conv.id if conv else None)
-        # Drafting learns from the stored calls; this run's calls are kept with its conversation.
-        history = call_history(recorder.store, lambda: recorder.id) if recorder is not None else None
-        opened = open_from_args(args, history=history)
-        pair, engine, config = opened.pair, opened.engine, opened.config
-        target, draft = str(pair.target.path), str(pair.draft.path) if pair.draft else None
+        if remote is None:
+            # Drafting learns from the stored calls; this run's calls are kept with its conversation.
+            history = call_history(recorder.store, lambda: recorder.id) if recorder is not None else None
+            run = LocalRun(open_from_args(args, history=history))
+        else:
+            run = RemoteRun.of(args, remote)
         if recorder is not None:
-            meta = _meta(args, config, workspace, system)
+            meta = _meta(args, run, workspace, system)
             recorder.meta = lambda: meta
+        assert run is not None
         if mcp is not None:
             mcp.wait()
-        agent = Agent(engine, toolbox, system=system, params=config.params, max_steps=args.max_steps, tools=names,
-                      call_max_tokens=args.call_max_tokens, thinking=config.thinking)
+        agent = Agent(run.turns, toolbox, system=system, params=run.params, max_steps=args.max_steps, tools=names,
+                      call_max_tokens=args.call_max_tokens, thinking=run.thinking)
         if conv is not None:
             agent.messages += [dict(m) for m in conv.messages or []]
         on_event = None if args.json else _Printer(getattr(args, "reasoning", "show"))
@@ -164,16 +175,19 @@ def cmd_agent_run(args) -> int:
             mcp.close()
         if recorder is not None:
             recorder.close()
-        if opened is not None:
-            opened.close()
+        if run is not None:
+            run.close()
     if recorder is not None and recorder.error:
         print(f"warning: the conversation was not saved completely: {safe_text(recorder.error, 500)}",
               file=sys.stderr)
 
     if args.json:
-        print(safe_json(result.to_dict(target=target, draft=draft, conversation=recorder.id if recorder else None)))
+        assert run is not None  # opened, or the exception went up
+        print(safe_json(result.to_dict(**run.info(), conversation=recorder.id if recorder else None)))
     else:
-        sys.stdout.write("\n")
+        from localspec.commands.console import end_reply
+
+        end_reply()
         note = f"; {safe_text(result.error, 500)}" if result.error else ""
         saved = f"; saved as {recorder.id}" if recorder and recorder.id else ""
         print(f"[{result.steps} step(s), {len(result.tool_calls)} tool call(s), finish: {result.finish_reason}{note}"
@@ -194,12 +208,59 @@ def _open_recorder(conversation_id: str | None):
     return recorder
 
 
-def _meta(args, config, workspace: Path, system: str | None) -> dict:
+def _meta(args, run, workspace: Path, system: str | None) -> dict:
     """What the saved conversation runs with."""
-    sel = config.selection
-    return {"pair": sel.pair or sel.target.name, "workspace": str(workspace.resolve()), "system": system,
-            "params": {"pair_name": sel.pair, "target": str(sel.target),
-                       "draft": str(sel.draft) if sel.draft else None,
-                       "temperature": config.params.sampling.temperature, "max_tokens": config.params.max_tokens,
-                       "max_steps": args.max_steps, "tool_choice": args.tool_choice,
-                       "approve": "read-only" if args.read_only else args.approve}}
+    model = run.meta()
+    return {"pair": model["pair"], "workspace": str(workspace.resolve()), "system": system,
+            "params": {**model["params"], "temperature": run.params.sampling.temperature,
+                       "max_tokens": run.params.max_tokens, "max_steps": args.max_steps,
+                       "tool_choice": args.tool_choice, "approve": "read-only" if args.read_only else args.approve}}
+
+
+class LocalRun:
+    """The agent's turns on the local pair."""
+
+    def __init__(self, opened):
+        self.opened, self.config, self.pair = opened, opened.config, opened.pair
+        self.turns, self.params, self.thinking = opened.engine, opened.config.params, opened.config.thinking
+
+    def info(self) -> dict:
+        """What `--json` says ran the turns."""
+        pair = self.pair
+        return {"target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None}
+
+    def meta(self) -> dict:
+        """The model part of the saved conversation's settings."""
+        sel = self.config.selection
+        return {"pair": sel.pair or sel.target.name,
+                "params": {"pair_name": sel.pair, "target": str(sel.target),
+                           "draft": str(sel.draft) if sel.draft else None}}
+
+    def close(self) -> None:
+        self.opened.close()
+
+
+class RemoteRun:
+    """The agent's turns on an OpenAI-compatible server."""
+
+    def __init__(self, turns, params, thinking: bool, remote):
+        self.turns, self.params, self.thinking, self.remote = turns, params, thinking, remote
+
+    @classmethod
+    def of(cls, args, remote) -> "RemoteRun":
+        from localspec.launch.config import resolve_params
+        from localspec.remote.turns import open_turns
+
+        params, thinking = resolve_params(flags_from_args(args))
+        return cls(open_turns(remote), params, thinking, remote)
+
+    def info(self) -> dict:
+        return {"target": None, "draft": None, "backend": "openai", "base_url": self.remote.base_url,
+                "model": self.turns.backend.model}
+
+    def meta(self) -> dict:
+        return {"pair": self.turns.label,
+                "params": {"backend": "openai", "base_url": self.remote.base_url, "model": self.remote.model}}
+
+    def close(self) -> None:
+        """Nothing local to close (the server's connection is per request)."""

@@ -17,9 +17,10 @@ def register(sub) -> None:
     p.add_argument("suite", metavar="SUITE.jsonl")
     add_model_args(p)
     p.add_argument("--configs", default=None,
-                   help=f"comma-separated drafting configs: baseline, model, toolspec, all (the config that uses "
-                        f"every drafter); default: {DEFAULT_CONFIGS}, without the draft model's configs when the pair "
-                        "has none")
+                   help="comma-separated drafting configs to compare: baseline (the target alone), model (the draft "
+                        "model), toolspec (schema, history and n-gram drafting), all (ONE config: every drafter at "
+                        f"once, not every config); default: {DEFAULT_CONFIGS}, without the draft model's configs when "
+                        "the pair has none")
     p.add_argument("--tool-choice", choices=("auto", "required"), default=None,
                    help="for cases whose suite line names none (default: auto, as `run --tools` and `serve`)")
     p.add_argument("--max-string", type=int, default=200, metavar="N",

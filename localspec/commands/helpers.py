@@ -18,7 +18,7 @@ from localspec.speculative import registry
 APP_PREFIX = "tui_"
 
 
-def _adder(p, prefix: str, suppress: bool):
+def flag_adder(p, prefix: str, suppress: bool):
     """p.add_argument with `prefix` on the destination, and (top level) SUPPRESS as every default, so that a
     subcommand's namespace holds these names only when the user gave them."""
     def add(*names, dest: str, **kw):
@@ -30,12 +30,12 @@ def _adder(p, prefix: str, suppress: bool):
 
 def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: bool = True) -> None:
     """Model and runtime flags shared by every command that runs a model."""
-    add = _adder(p, prefix, suppress)
+    add = flag_adder(p, prefix, suppress)
     if choose_pair:
         which = p.add_mutually_exclusive_group() if prefix else p
-        _adder(which, prefix, suppress)("--pair", dest="pair", metavar="NAME",
+        flag_adder(which, prefix, suppress)("--pair", dest="pair", metavar="NAME",
                                         help="installed model pair (default: the configured one)")
-        _adder(which, prefix, suppress)("--target", dest="target", metavar="PATH",
+        flag_adder(which, prefix, suppress)("--target", dest="target", metavar="PATH",
                                         help="target GGUF (the model whose output you get)")
         add("--draft", dest="draft", metavar="PATH", help="draft GGUF with the target's vocabulary")
         add("--offline", dest="offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
@@ -56,7 +56,7 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
 
 
 def add_generation_args(p, *, prefix: str = "", suppress: bool = False, max_tokens: int = 256) -> None:
-    add = _adder(p, prefix, suppress)
+    add = flag_adder(p, prefix, suppress)
     add("--draft-max", dest="draft_max", type=int, default=None, metavar="K",
         help="most tokens the draft model proposes per step (default: config, pair hint, 8)")
     add("--draft-p-min", dest="draft_p_min", type=float, default=None, metavar="P",
@@ -77,12 +77,40 @@ def add_generation_args(p, *, prefix: str = "", suppress: bool = False, max_toke
 
 def add_thinking_args(p, *, prefix: str = "", suppress: bool = False) -> None:
     """The thinking switch of reasoning models (Qwen3, QwQ, DeepSeek-R1: <think>...</think>)."""
-    add = _adder(p, prefix, suppress)
+    add = flag_adder(p, prefix, suppress)
     add("--no-thinking", dest="thinking", action="store_const", const=False, default=None,
         help="ask the model not to think first (the template's enable_thinking=false, or /no_think); default: "
              "reasoning.thinking in config.toml (on)")
     add("--thinking", dest="thinking", action="store_const", const=True,
         help="let the model think first where config.toml turned it off")
+
+
+def add_remote_args(p, *, prefix: str = "", suppress: bool = False, key_flag: str = "--api-key",
+                    key_dest: str = "api_key") -> None:
+    """`key_flag`, `key_dest`: serve's own --api-key guards its clients, so there the backend's key is
+    --backend-api-key (remote_config then reads it from `key_dest`)."""
+    add = flag_adder(p, prefix, suppress)
+    add("--backend", dest="backend", choices=("local", "openai"), default=None,
+        help="local: llama.cpp here; openai: an OpenAI-compatible server (vLLM, llama-server, localspec serve); "
+             "default: config.toml backend.kind (local)")
+    add("--base-url", dest="base_url", metavar="URL", default=None,
+        help="server API root for --backend openai, e.g. http://host:8000/v1 (default: backend.base_url)")
+    add("--model", dest="remote_model", metavar="NAME", default=None,
+        help="model name on the server (default: backend.model, else the first it lists)")
+    add(key_flag, dest=key_dest, metavar="KEY", default=None,
+        help="bearer token for the server (default: backend.api_key, env LOCALSPEC_REMOTE_API_KEY or "
+             "OPENAI_API_KEY)")
+
+
+def remote_config(args, prefix: str = "", key_dest: str = "api_key"):
+    """The server the arguments (or config.toml) choose, or None for the local engine (launch/remote.py)."""
+    from dataclasses import replace
+
+    from localspec.launch.remote import resolve_remote
+    from localspec.models.config import load_config
+
+    flags = replace(flags_from_args(args, prefix), api_key=getattr(args, prefix + key_dest, None))
+    return resolve_remote(flags, load_config())
 
 
 def flags_from_args(args: argparse.Namespace, prefix: str = ""):

@@ -64,7 +64,7 @@ def _file_json(f, registry) -> dict:
 def cmd_models(args: argparse.Namespace) -> int:
     catalog, paths = load_catalog(), get_paths()
     registry = load_registry(paths.registry_file)
-    default = load_config().default_pair or catalog.default
+    default = _default_pair(load_config(), catalog)
     pairs = [{"name": n, "description": p.description, "default": n == default, "state": pair_state(p, registry),
               "size": p.size, "target": _file_json(p.target, registry), "draft": _file_json(p.draft, registry),
               "hints": p.hints.model_dump()} for n, p in catalog.pairs.items()]
@@ -92,6 +92,22 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(f"  {safe_text(f.repo or '(local)')}  {safe_text(f.file)}  {format_mb(f.size)}  {f.status()}  "
               f"{safe_text(f.path)}")
     return 0
+
+
+def _default_pair(settings, catalog) -> str:
+    """The pair a command without --pair runs: default_pair when set, else what resolution picks (the first
+    installed pair, else the demo model) without downloading; the catalog's default only when nothing is usable
+    (then `localspec run` says to pull it)."""
+    from localspec.errors import LocalspecError
+    from localspec.models.resolve import resolve_selection
+
+    if settings.default_pair:
+        return settings.default_pair
+    try:
+        sel = resolve_selection(settings=settings, catalog=catalog)
+    except LocalspecError:
+        return catalog.default
+    return DEMO if sel.demo else sel.pair or catalog.default
 
 
 def _announcer():
@@ -167,8 +183,12 @@ def cmd_config_show(args: argparse.Namespace) -> int:
 
 def cmd_config_set(args: argparse.Namespace) -> int:
     if args.key == "default_pair" and args.value.strip().lower() not in ("", "none", "null", "unset"):
-        if args.value != DEMO and args.value not in load_registry(get_paths().registry_file).pairs:
-            load_catalog().get(args.value)  # unknown name: ConfigError naming the catalog pairs
+        added = load_registry(get_paths().registry_file).pairs
+        catalog = load_catalog()
+        if args.value != DEMO and args.value not in added and args.value not in catalog.pairs:
+            names = [*catalog.pairs, *added, DEMO]
+            raise ConfigError(f"unknown pair {args.value!r} (pairs: {', '.join(names)}; `localspec add NAME "
+                              "--target FILE` adds your own)")
     settings = set_config_value(args.key, args.value)
     value = settings.get(args.key)
     print(f"{args.key} = {'none' if value is None else value}")

@@ -7,12 +7,14 @@ With --tools the agent loop runs instead (commands/agent_run.py); with --backend
 from __future__ import annotations
 
 import sys
+import time
 
 from localspec.commands.agent_run import add_agent_args, cmd_agent_run
-from localspec.commands.helpers import add_generation_args, add_model_args, add_thinking_args, open_from_args
+from localspec.commands.helpers import (add_generation_args, add_model_args, add_remote_args, add_thinking_args,
+                                        open_from_args, remote_config)
 from localspec.commands.reasoning_output import ReasoningPrinter
+from localspec.commands.remote import cmd_remote_run
 from localspec.terminal import safe_json
-from localspec.commands.remote import add_remote_args, cmd_remote_run
 
 
 def register(sub) -> None:
@@ -56,33 +58,44 @@ def cmd_run(args) -> int:
         from localspec.errors import ConfigError
 
         raise ConfigError("--resume and --continue carry on a saved conversation: add --tools")
-    if getattr(args, "backend", "local") == "openai":
-        return cmd_remote_run(args)
+    remote = remote_config(args)  # --backend openai, or backend.kind in config.toml
     if getattr(args, "tools", False):
-        return cmd_agent_run(args)
+        return cmd_agent_run(args, remote)
+    if remote is not None:
+        return cmd_remote_run(args, remote)
     opened = open_from_args(args, warn=not args.raw)
     pair, engine, config = opened.pair, opened.engine, opened.config
     from localspec.chat import reasoning as think
+    from localspec.commands.console import PromptMeter, end_reply
 
+    t0 = time.perf_counter()  # the first token's wait starts here: rendering the prompt is part of it
     tokens = prompt_tokens(pair.target, args.prompt, args.raw, config.thinking)
+    render_s = time.perf_counter() - t0
     params = config.params
     state = think.OFF if args.raw else think.reply_state(pair.target, pair.target.chat_template, tokens)
     splitter = think.ReasoningSplitter(opened=state == think.OPEN_STATE) if state != think.OFF else None
     if args.json:
         gen = engine.generate(tokens, params)
         reasoning, text = think.split(gen.text, opened=state == think.OPEN_STATE) if splitter else ("", gen.text)
+        ttft = round(render_s + gen.stats.first_token_s, 4) if gen.tokens else None
         print(safe_json({"text": text, "reasoning": reasoning, "stats": gen.stats.to_dict(),
-                         "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None},
+                         "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None,
+                         "time_to_first_token_s": ttft, "reused_prefix_tokens": gen.stats.reused_prefix_tokens},
                         ensure_ascii=True))
         return 0
     show = getattr(args, "reasoning", "show") == "show"
     printer = ReasoningPrinter(show)
-    for ev in engine.stream(tokens, params):
+    meter = PromptMeter()
+    for ev in engine.stream(tokens, params, on_prefill=lambda done, total: meter.update(
+            done, total, time.perf_counter() - t0)):
+        meter.clear()
         if ev.text:
             printer.write(splitter.feed(ev.text) if splitter else [("text", ev.text)])
+    meter.clear()
     if splitter:
         printer.write(splitter.finish())
     printer.end()
-    sys.stdout.write("\n")
-    print(f"[{engine.last_stats.summary()}]", file=sys.stderr)
+    end_reply()
+    print(f"[{engine.last_stats.summary()}]", file=sys.stderr, flush=True)
     return 0
+

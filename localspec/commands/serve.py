@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from localspec.commands.helpers import add_generation_args, add_model_args, open_from_args
+from localspec.commands.helpers import (add_generation_args, add_model_args, add_remote_args, open_from_args,
+                                        remote_config)
 from localspec.constants import ENV_API_KEY
 from localspec.errors import ConfigError
 
@@ -24,6 +25,8 @@ def register(sub) -> None:
     p.add_argument("--max-queue", type=int, default=16, metavar="N",
                    help="requests that may wait for the engine; more get HTTP 503 with Retry-After")
     p.add_argument("--tool-format", metavar="NAME", help="tool-call format to use instead of the detected one")
+    # The backend that answers (default: config.toml backend.kind): with openai, requests go on to that server.
+    add_remote_args(p, key_flag="--backend-api-key", key_dest="backend_api_key")
     p.set_defaults(func=cmd_serve)
 
 
@@ -54,6 +57,9 @@ def cmd_serve(args) -> int:
     from localspec.serve.runner import serve_forever
     from localspec.serve.service import ChatService
 
+    remote = remote_config(args, key_dest="backend_api_key")
+    if remote is not None:
+        return _serve_remote(args, remote, serve_forever, create_app)
     fmt = None
     if args.tool_format:
         from localspec.chat.formats import get_format
@@ -62,12 +68,29 @@ def cmd_serve(args) -> int:
     opened = open_from_args(args)
     pair, engine, config = opened.pair, opened.engine, opened.config
     target = Path(pair.target.path)
-    model_id = args.model_name or config.pair or target.stem
+    model_id = args.model_name or config.pair or target.stem  # the demo's pair name is "demo", as everywhere
     service = ChatService(pair, engine, model_id=model_id, defaults=config.params, fmt=fmt,
                           max_waiting=args.max_queue, aliases=(target.name, target.stem))
     draft = Path(pair.draft.path).name if pair.draft is not None else "none"
     print(f"localspec serve: http://{args.host}:{args.port}/v1  model '{model_id}' ({target.name}, draft {draft}, "
           f"tool format {service.fmt.name}){'  API key required' if args.api_key else ''}", file=sys.stderr)
+    try:
+        serve_forever(create_app(service, args.api_key), args.host, args.port)
+    finally:
+        service.close()
+    return 0
+
+
+def _serve_remote(args, remote, serve_forever, create_app) -> int:
+    """Clients of this server answered by the OpenAI-compatible backend behind it (serve/remote.py)."""
+    from localspec.remote.backend import RemoteBackend
+    from localspec.serve.remote import RemoteChatService
+
+    backend = RemoteBackend(remote.base_url, remote.model, remote.api_key)
+    service = RemoteChatService(backend, model_id=args.model_name, max_waiting=args.max_queue)
+    print(f"localspec serve: http://{args.host}:{args.port}/v1  model '{service.model_id}' (answered by "
+          f"{backend.base_url}, model {backend.model}){'  API key required' if args.api_key else ''}",
+          file=sys.stderr)
     try:
         serve_forever(create_app(service, args.api_key), args.host, args.port)
     finally:

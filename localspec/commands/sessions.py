@@ -22,7 +22,8 @@ def register(sub) -> None:
     p = sub.add_parser("sessions", help="saved conversations: list, show, export, rename, delete",
                        description="Saved conversations (newest first). Reopen one with `localspec --continue` or "
                                    "`localspec --resume ID`.")
-    p.add_argument("--search", metavar="TEXT", default=None, help="only conversations whose title contains TEXT")
+    p.add_argument("--search", metavar="TEXT", default=None,
+                   help="only conversations whose title or messages contain TEXT")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N conversations")
     p.add_argument("--json", action="store_true", help="a JSON list of conversations, each with its messages")
     p.set_defaults(func=cmd_list)
@@ -44,7 +45,8 @@ def register(sub) -> None:
     e.add_argument("--force", action="store_true", help="replace PATH if it exists")
     r = action("rename", "give a conversation a new title", cmd_rename)
     r.add_argument("title", metavar="TITLE")
-    action("delete", "delete a conversation and its messages", cmd_delete)
+    d = action("delete", "delete a conversation and its messages (asks first; --yes does not)", cmd_delete)
+    d.add_argument("-y", "--yes", action="store_true", help="delete without asking (needed without a terminal)")
 
 
 def _store():
@@ -68,7 +70,8 @@ def cmd_list(args) -> int:
         _json([c.to_dict() for c in convs])
         return 0
     if not convs:
-        print("no saved conversations" + (f" with {safe_text(args.search, 200)!r} in the title" if args.search else ""),
+        print("no saved conversations" + (f" with {safe_text(args.search, 200)!r} in the title or messages"
+                                          if args.search else ""),
               file=sys.stderr)
         return 0
     print(f"{'ID':<8}  {'LAST ACTIVE':<16}  {'MSGS':>4}  {'PAIR':<18}  TITLE")
@@ -97,15 +100,32 @@ def cmd_export(args) -> int:
 
     with _store() as store:
         conv = store.get(args.id, turns=True)
+    taken = _earlier_export(conv, args)
     try:
         path = export(conv, args.format, args.output, overwrite=args.force)
     except ExportExists as exc:
         raise ExportExists(f"{exc} (or add --force to replace it)") from None
+    if taken is not None and taken != path:  # never silently: the default name was taken by an earlier export
+        print(f"note: {safe_text(str(taken))} exists (an earlier export); this one is {safe_text(path.name)} "
+              "(--force replaces the earlier)", file=sys.stderr)
     if getattr(args, "json", False):
         _json({"id": conv.id, "format": args.format, "path": str(path)})
     else:
         print(safe_text(str(path)))
     return 0
+
+
+def _earlier_export(conv, args):
+    """The default export file of this conversation when it already exists (export then writes NAME-2, ...)."""
+    from pathlib import Path
+
+    from localspec.conversations import default_export_path
+
+    out = args.output
+    if out is not None and not (Path(out).expanduser().is_dir() or str(out).endswith(("/", "\\"))):
+        return None  # a file name the user chose: an existing one is refused, not renumbered
+    first = default_export_path(conv, args.format, Path(out).expanduser() if out else None)
+    return first if first.exists() else None
 
 
 def cmd_rename(args) -> int:
@@ -120,8 +140,18 @@ def cmd_rename(args) -> int:
 
 
 def cmd_delete(args) -> int:
+    from localspec.errors import ConfigError
+
     with _store() as store:
         conv = store.get(args.id, messages=False)
+        if not args.yes:
+            what = f"{conv.id} {safe_text(conv.display_title)!r} ({conv.message_count} messages)"
+            if not sys.stdin.isatty():
+                raise ConfigError(f"delete {what}? Nothing asked without a terminal: add --yes")
+            answer = input(f"delete {what}? This cannot be undone [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("kept", file=sys.stderr)
+                return 1
         store.delete(conv.id)
     if getattr(args, "json", False):
         _json({"id": conv.id, "deleted": True})

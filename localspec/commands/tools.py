@@ -62,10 +62,11 @@ def cmd_tools(args) -> int:
         return 0
     # Names, sources and descriptions come from MCP servers: escaped (ESC, OSC, C1, BiDi) like every output.
     shown = [{**r, "name": safe_text(r["name"], 100), "source": safe_text(r["source"], 100)} for r in rows]
-    width = max(len(r["name"]) for r in shown)
-    src = max(len(r["source"]) for r in shown)
+    width = max(len(r["name"]) for r in [*shown, {"name": "NAME"}])
+    src = max(len(r["source"]) for r in [*shown, {"source": "SOURCE"}])
+    print(f"{'NAME':<{width}}  {'SOURCE':<{src}}  {'ACCESS':<6} DESCRIPTION")
     for r in shown:
         access = "read" if r["read_only"] else "write"
         desc = safe_text(r["description"] if len(r["description"]) <= 70 else r["description"][:67] + "...")
-        print(f"{r['name']:<{width}}  {r['source']:<{src}}  {access:<5}  {desc}")
+        print(f"{r['name']:<{width}}  {r['source']:<{src}}  {access:<6} {desc}")
     return 0

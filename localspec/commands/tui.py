@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from localspec.commands.helpers import (APP_PREFIX, add_generation_args, add_model_args, add_thinking_args,
-                                        flags_from_args)
+from localspec.commands.helpers import (APP_PREFIX, add_generation_args, add_model_args, add_remote_args,
+                                        add_thinking_args, flags_from_args)
 from localspec.errors import ConfigError
 from localspec.tui.options import APP_MAX_TOKENS
 
@@ -29,6 +29,10 @@ def _add_args(p: argparse.ArgumentParser, top_level: bool = False) -> None:
     add_model_args(g, prefix=APP_PREFIX, suppress=top_level)
     add_generation_args(g, prefix=APP_PREFIX, suppress=top_level, max_tokens=APP_MAX_TOKENS)
     add_thinking_args(g, prefix=APP_PREFIX, suppress=top_level)
+    add_remote_args(g, prefix=APP_PREFIX, suppress=top_level)
+    g.add_argument("--no-tools", dest="tui_no_tools", action="store_true", default=default,
+                   help="new chats start with the tools off (F6 switches them; the default is settings' "
+                        "tools.enabled, on)")
     g.add_argument("--workspace", dest="tui_workspace", metavar="DIR", default=default,
                    help="folder the app's tools work in (default: the current folder, or a reopened "
                         "conversation's)")
@@ -71,7 +75,13 @@ def options_from_args(args: argparse.Namespace):
     from localspec.launch.config import check_flags
 
     check_flags(flags)  # a bad number is a one-line error now, not after the app has started
-    return AppOptions(flags=flags, workspace=ws.resolve(), resume=conv.id if conv is not None else None)
+    if flags.backend == "openai" or flags.base_url:
+        from localspec.launch.remote import resolve_remote
+        from localspec.models.config import load_config
+
+        resolve_remote(flags, load_config())  # an incomplete --backend openai is a one-line error now
+    return AppOptions(flags=flags, workspace=ws.resolve(), resume=conv.id if conv is not None else None,
+                      tools_on=not getattr(args, "tui_no_tools", False))
 
 
 def _mcp_config(path: str | None) -> Path | None:

@@ -48,7 +48,13 @@ def to_markdown(conv: Conversation) -> str:
         elif role == "assistant":
             reasoning = m.get("reasoning_content")
             if content or reasoning or not m.get("tool_calls"):
-                out += ["## Assistant", ""]
+                out += ["## Assistant" + (" (cancelled)" if m.get("cancelled") else
+                                          " (failed)" if m.get("failed") else ""), ""]
+                if m.get("cancelled"):  # stopped by the user: what it had written so far, if anything
+                    out += ["*The reply was cancelled" + (": what it had written so far.*" if content else
+                                                         " before it wrote anything.*"), ""]
+                elif m.get("failed"):
+                    out += [f"*The reply failed: {m['failed']}*", ""]
                 if reasoning:
                     out += ["<details><summary>Reasoning</summary>", "", str(reasoning), "", "</details>", ""]
                 if content:

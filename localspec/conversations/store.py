@@ -226,6 +226,24 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
                        "WHERE n > ? OR chars > ?)", (HISTORY_CALLS, HISTORY_CHARS))
         self._transaction(tx, cid)
 
+    def delete_messages(self, cid: str, start: int, stop: int | None = None) -> int:
+        """Delete the conversation's messages from position `start` up to `stop` (exclusive; None: to the end), in
+        the order messages() gives them, in one transaction (the app's edit, regenerate and delete). Returns how
+        many went."""
+        if start < 0 or (stop is not None and stop < start):
+            raise ValueError(f"bad message range {start}:{stop}")
+        gone = 0
+
+        def tx(db):
+            nonlocal gone
+            ids = [r[0] for r in db.execute("SELECT id FROM messages WHERE conversation = ? ORDER BY id",
+                                            (cid,)).fetchall()[start:stop]]
+            db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
+            db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (time.time(), cid))
+            gone = len(ids)
+        self._transaction(tx, cid)
+        return gone
+
     # -- reading ------------------------------------------------------------------------------------------------
     def recent_calls(self, limit: int = HISTORY_CALLS) -> list[str]:
         """The newest `limit` remembered tool calls' text, oldest first (what history drafting starts from)."""
@@ -267,11 +285,14 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
 
     def list(self, search: str | None = None, *, limit: int | None = None,
              messages: bool = False) -> builtins.list[Conversation]:
-        """Newest activity first; `search` matches titles (case-insensitive, a plain substring)."""
+        """Newest activity first; `search` matches titles and message text (case-insensitive, a plain
+        substring)."""
         sql, args = _SELECT, builtins.list[Any]()
         if search:
-            sql += " WHERE c.title LIKE ? ESCAPE '\\'"
-            args.append("%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+            like = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            sql += (" WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation = c.id"
+                    " AND m.content LIKE ? ESCAPE '\\')")
+            args += [like, like]
         sql += " ORDER BY c.updated DESC, c.rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"

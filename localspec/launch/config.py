@@ -36,6 +36,7 @@ class RunConfig:
     params: GenParams  # the defaults of every generation: max_tokens, sampling, stop strings
     chat_template: str | None  # a Jinja file replacing the GGUF's own template
     thinking: bool  # reasoning models think before answering
+    prefix_cache: bool = True  # save prompt prefixes (system prompt + tools) to disk and restore them
 
     @property
     def pair(self) -> str | None:
@@ -111,10 +112,7 @@ def resolve_config(flags: RunFlags = RunFlags(), settings: Settings | None = Non
     drafting = DraftingConfig(drafters=() if flags.no_draft else names,
                               draft_max=_first(flags.draft_max, tuning.draft_max, DRAFT_MAX),
                               draft_p_min=_first(flags.draft_p_min, tuning.draft_p_min, DRAFT_P_MIN))
-    s = settings.sampling
-    sampling = SamplingParams(temperature=_first(flags.temperature, s.temperature),
-                              top_k=_first(flags.top_k, s.top_k), top_p=_first(flags.top_p, s.top_p),
-                              min_p=_first(flags.min_p, s.min_p), seed=_first(flags.seed, s.seed))
+    params, thinking = resolve_params(flags, settings, max_tokens=max_tokens)
     threads = _first(flags.threads, settings.threads, 0)
     if not threads:
         threads = interactive_threads() if interactive else default_threads()
@@ -125,6 +123,19 @@ def resolve_config(flags: RunFlags = RunFlags(), settings: Settings | None = Non
         target=ModelSettings(n_gpu_layers=_first(flags.n_gpu_layers, tuning.target_gpu_layers)),
         draft=ModelSettings(n_gpu_layers=_first(flags.draft_n_gpu_layers, tuning.draft_gpu_layers)),
         context=context, drafting=drafting,
-        params=GenParams(max_tokens=_first(flags.max_tokens, max_tokens), sampling=sampling, stop=tuple(flags.stop)),
-        chat_template=flags.chat_template or settings.chat_templates.get(sel.pair or ""),
-        thinking=_first(flags.thinking, settings.reasoning.thinking))
+        params=params, chat_template=flags.chat_template or settings.chat_templates.get(sel.pair or ""),
+        thinking=thinking)
+
+
+def resolve_params(flags: RunFlags = RunFlags(), settings: Settings | None = None, *,
+                   max_tokens: int = MAX_TOKENS) -> tuple[GenParams, bool]:
+    """The generation defaults (token limit, sampling, stop strings) and the thinking switch: what a turn asks
+    for whichever backend runs it (a remote server gets the same; launch/remote.py)."""
+    check_flags(flags)
+    settings = settings or load_config()
+    s = settings.sampling
+    sampling = SamplingParams(temperature=_first(flags.temperature, s.temperature),
+                              top_k=_first(flags.top_k, s.top_k), top_p=_first(flags.top_p, s.top_p),
+                              min_p=_first(flags.min_p, s.min_p), seed=_first(flags.seed, s.seed))
+    params = GenParams(max_tokens=_first(flags.max_tokens, max_tokens), sampling=sampling, stop=tuple(flags.stop))
+    return params, _first(flags.thinking, settings.reasoning.thinking)

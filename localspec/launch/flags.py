@@ -36,6 +36,11 @@ class RunFlags:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     thinking: bool | None = None  # reasoning models think first (config.toml reasoning.thinking)
+    # where generation runs (launch/remote.py): local llama.cpp, or an OpenAI-compatible server
+    backend: str | None = None  # local | openai (config.toml backend.kind)
+    base_url: str | None = None  # the server's API root, e.g. http://host:8000/v1
+    remote_model: str | None = None  # the model name on the server (None: the first it lists)
+    api_key: str | None = None  # bearer token for the server
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from localspec.chat.template_file import apply_chat_template
 from localspec.launch.config import RunConfig
+from localspec.models.paths import get_paths
 from localspec.runtime.pair import LoadedPair, load_pair
+from localspec.runtime.prefixes import PrefixStore, Wanted, model_key
 from localspec.speculative.builder import build_engine
 from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel
@@ -34,10 +37,28 @@ def open_pair(config: RunConfig) -> tuple[LoadedPair, str | None]:
     try:
         # Before any engine or agent exists: they read the template (tool-call format, prompts).
         warning = apply_chat_template(pair.target, config.chat_template)
+        if config.prefix_cache:
+            keep_prefixes(pair)
     except BaseException:
         pair.close()
         raise
     return pair, warning
+
+
+def keep_prefixes(pair: LoadedPair, folder: Path | None = None) -> None:
+    """Give the pair's contexts a store of saved prompt prefixes (runtime/prefixes.py) in the cache folder: one
+    folder per model file and context layout, one list of wanted prefixes for both (they see the same prompts)."""
+    from importlib.metadata import version  # llama.cpp's version is part of a state's identity
+
+    folder = folder or get_paths().cache_dir / "prefixes"
+    wanted = Wanted()
+    for ctx in (pair.target_ctx, pair.draft_ctx):
+        if ctx is None:
+            continue
+        s = ctx.settings
+        key = model_key(ctx.model.path, version("llama_cpp_python"), s.flash_attn, s.swa_full, s.n_batch,
+                        ctx.model.settings.n_gpu_layers)
+        ctx.prefixes = PrefixStore(folder / key, wanted)
 
 
 def open_engine(config: RunConfig, *, history: CallHistory | None = None, memory: SpanMemory | None = None,
@@ -47,6 +68,8 @@ def open_engine(config: RunConfig, *, history: CallHistory | None = None, memory
     pair, warning = open_pair(config)
     try:
         engine = build_engine(pair, drafting or config.drafting, history=history, costs=costs, memory=memory)
+        # While the front end says "loading": the first reply of a session then starts as fast as any other.
+        engine.calibrate_now(pair.target.bos if pair.target.bos >= 0 else 0)
     except BaseException:
         pair.close()
         raise

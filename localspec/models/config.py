@@ -76,8 +76,11 @@ def _names_text(value: Any) -> Any:
 
 
 class Tools(_Section):
-    """Local tools. env_allow: secret-looking environment variables run_shell may still see ("HF_TOKEN,AWS_*")."""
+    """Local tools. enabled: new chats in the app offer the tools to the model (F6 switches a chat's; off, the prompt
+    carries no tool definitions). env_allow: secret-looking environment variables run_shell may still see
+    ("HF_TOKEN,AWS_*")."""
 
+    enabled: bool = True
     env_allow: Annotated[str, BeforeValidator(_names_text)] = ""
 
     def env_allow_names(self) -> list[str]:

@@ -10,6 +10,7 @@ a finish), not the agent loop's events in localspec.agent.events.
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import urllib.error
@@ -34,6 +35,11 @@ class RemoteTextDelta:
 
 
 @dataclass
+class RemoteReasoningDelta:
+    text: str  # what a reasoning model thinks, as the server sends it (`reasoning_content`)
+
+
+@dataclass
 class RemoteToolCall:
     id: str
     name: str
@@ -49,6 +55,8 @@ class RemoteDone:
     tool_calls: list[RemoteToolCall] = field(default_factory=list)
     usage: dict | None = None
     stats: dict | None = None  # see localspec.remote.stats; None: the server reported no speculative statistics
+    timings: dict | None = None  # llama-server's per-response timings (prompt_n, cache_n, predicted_ms, ...)
+    reasoning: str = ""
 
 
 class RemoteBackend:
@@ -113,9 +121,11 @@ class RemoteBackend:
     def stream(self, messages: list[dict], tools: list[dict] | None = None, tool_choice=None, *,
                max_tokens: int | None = None, temperature: float | None = None, top_p: float | None = None,
                seed: int | None = None, stop: list[str] | None = None, response_format: dict | None = None,
-               cancel: threading.Event | None = None) -> Iterator[RemoteTextDelta | RemoteToolCall | RemoteDone]:
+               cancel: threading.Event | None = None, extra: dict | None = None,
+               ) -> Iterator[RemoteTextDelta | RemoteReasoningDelta | RemoteToolCall | RemoteDone]:
+        """`extra`: more request fields (parallel_tool_calls, chat_template_kwargs, ...)."""
         body = {"model": self.resolve_model(), "messages": messages, "stream": True,
-                "stream_options": {"include_usage": True}}
+                "stream_options": {"include_usage": True}, **(extra or {})}
         for key, value in (("tools", tools), ("tool_choice", tool_choice), ("max_tokens", max_tokens),
                            ("temperature", temperature), ("top_p", top_p), ("seed", seed), ("stop", stop or None),
                            ("response_format", response_format)):
@@ -123,33 +133,49 @@ class RemoteBackend:
                 body[key] = value
         before = self._scrape()
         content: list[str] = []
+        reasoning: list[str] = []
         calls: dict[int, dict] = {}
-        finish, usage, field_stats, timings = None, None, None, None
         with self._open("/chat/completions", body) as resp:
-            if "text/event-stream" in resp.headers.get("Content-Type", ""):
-                payloads = (json.loads(d) for d in sse_data(resp) if d.strip() != "[DONE]")
-            else:  # a server that ignores "stream": one whole completion
-                payloads = iter([_as_chunk(json.load(resp))])
-            for obj in payloads:
-                if cancel is not None and cancel.is_set():
-                    finish = "cancelled"
-                    break
-                if "error" in obj:
-                    raise RemoteError(f"{self.base_url}: {_message(obj['error'])}")
-                field_stats = obj.get("localspec") or field_stats
-                timings = obj.get("timings") or timings
-                usage = obj.get("usage") or usage
-                for choice in obj.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    if delta.get("content"):
-                        content.append(delta["content"])
-                        yield RemoteTextDelta(delta["content"])
-                    for tc in delta.get("tool_calls") or []:
-                        _merge_call(calls, tc)
-                    finish = choice.get("finish_reason") or finish
+            try:
+                yield from self._read(resp, content, reasoning, calls, cancel, state := {})
+            except (OSError, http.client.HTTPException) as exc:  # the connection broke mid-answer
+                raise RemoteError(f"{self.base_url}: the answer was cut off: {exc}") from None
+            except ValueError as exc:  # not JSON where a chunk should be
+                raise RemoteError(f"{self.base_url}: an answer that is not OpenAI's format: {exc}") from None
+        finish, usage, field_stats, timings = (state.get(k) for k in ("finish", "usage", "stats", "timings"))
         events = [_call_event(c) for _, c in sorted(calls.items())]
         yield from events
-        yield RemoteDone(finish, "".join(content), events, usage, self._stats(field_stats, timings, before))
+        yield RemoteDone(finish, "".join(content), events, usage, self._stats(field_stats, timings, before),
+                         timings if isinstance(timings, dict) else None, "".join(reasoning))
+
+    def _read(self, resp, content: list[str], reasoning: list[str], calls: dict, cancel, state: dict):
+        """The response's chunks as events; what ends up in RemoteDone goes into `state` as it comes."""
+        if "text/event-stream" in resp.headers.get("Content-Type", ""):
+            payloads = (json.loads(d) for d in sse_data(resp) if d.strip() != "[DONE]")
+        else:  # a server that ignores "stream": one whole completion
+            payloads = iter([_as_chunk(json.load(resp))])
+        for obj in payloads:
+            if cancel is not None and cancel.is_set():
+                state["finish"] = "cancelled"
+                return
+            if not isinstance(obj, dict):
+                continue
+            if "error" in obj:
+                raise RemoteError(f"{self.base_url}: {_message(obj['error'])}")
+            for key, name in (("localspec", "stats"), ("timings", "timings"), ("usage", "usage")):
+                if obj.get(key):
+                    state[name] = obj[key]
+            for choice in obj.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if isinstance(delta.get("reasoning_content"), str) and delta["reasoning_content"]:
+                    reasoning.append(delta["reasoning_content"])
+                    yield RemoteReasoningDelta(delta["reasoning_content"])
+                if delta.get("content"):
+                    content.append(delta["content"])
+                    yield RemoteTextDelta(delta["content"])
+                for tc in delta.get("tool_calls") or []:
+                    _merge_call(calls, tc)
+                state["finish"] = choice.get("finish_reason") or state.get("finish")
 
     def complete(self, messages: list[dict], **kw) -> RemoteDone:
         """The whole answer at once (still streamed underneath)."""

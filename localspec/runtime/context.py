@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -13,6 +14,12 @@ from localspec.errors import ContextOverflowError, LocalspecError
 from localspec.runtime.llama import lib
 from localspec.runtime.model import Model
 from localspec.runtime.params import set_fields
+from localspec.runtime.prefixes import PrefillInfo, PrefixStore
+
+Progress = Callable[[int, int], None]  # (tokens evaluated so far, tokens to evaluate)
+FIRST_BATCH = 64  # with a progress callback: the first batch reports early ...
+BATCH_S = 0.25  # ... and later ones are sized to take about this long
+RESTORE_GAIN = 32  # tokens a saved prefix must add over the cache's own reuse to be worth reading from disk
 
 FLASH_ATTN = {"auto": lib.LLAMA_FLASH_ATTN_TYPE_AUTO, "on": lib.LLAMA_FLASH_ATTN_TYPE_ENABLED,
               "off": lib.LLAMA_FLASH_ATTN_TYPE_DISABLED}
@@ -53,6 +60,8 @@ class Context:
         self.n_batch = min(settings.n_batch, lib.llama_n_batch(ptr), lib.llama_n_ubatch(ptr), self.n_ctx)
         self.mem = lib.llama_get_memory(ptr)
         self.tokens: list[int] = []
+        self.prefixes: PrefixStore | None = None  # saved prompt prefixes (launch/open sets it up)
+        self.last_prefill = PrefillInfo()
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
         self._n_vocab = model.n_vocab
         self._row_type = ctypes.c_float * model.n_vocab  # one logits row, viewed in place (no copy)
@@ -144,21 +153,94 @@ class Context:
             n += 1
         return n
 
-    def prefill(self, tokens: Sequence[int], *, logits_last: bool = True) -> int:
-        """Make the cache hold exactly `tokens`, reusing the longest cached prefix; returns tokens evaluated.
+    def prefill(self, tokens: Sequence[int], *, logits_last: bool = True,
+                progress: Progress | None = None) -> int:
+        """Make the cache hold exactly `tokens`, reusing the longest cached prefix (or a saved prefix state, see
+        runtime/prefixes.py); returns tokens evaluated. `last_prefill` says how the prompt got there.
 
-        At least the last token is re-evaluated when `logits_last` so its logits are available.
+        At least the last token is re-evaluated when `logits_last` so its logits are available. `progress(done,
+        total)` hears how many of the tokens to evaluate are done: before the first batch and after each one (the
+        batches then start small and grow, so that a long prompt reports within a fraction of a second).
         """
-        keep = self.common_prefix(tokens)
+        t0 = time.perf_counter()
+        reused = keep = self.common_prefix(tokens)
+        restored = 0
+        store = self.prefixes
+        if store is not None:
+            hit = store.saved(tokens)
+            if hit is not None and hit[0] - keep >= RESTORE_GAIN and self._restore(hit[1], tokens[:hit[0]]):
+                store.used(hit[1])
+                keep, reused, restored = hit[0], 0, hit[0]
         if logits_last and keep == len(tokens) and keep > 0:
             keep -= 1
+            reused, restored = min(reused, keep), min(restored, keep)
         self.truncate(keep)
-        todo = list(tokens[keep:])
-        for start in range(0, len(todo), self.n_batch):
-            chunk = todo[start:start + self.n_batch]
-            last_chunk = start + self.n_batch >= len(todo)
-            self.decode(chunk, "last" if (last_chunk and logits_last) else "none")
-        return len(todo)
+        save_at = store.unsaved(tokens, keep) if store is not None else None
+        todo = len(tokens) - keep
+        done, saved, size = 0, 0, self.n_batch if progress is None else min(self.n_batch, FIRST_BATCH)
+        if progress is not None:
+            progress(0, todo)
+        while done < todo:
+            start = keep + done
+            end = min(start + size, len(tokens))
+            if save_at is not None and start < save_at < end:
+                end = save_at  # stop at the end of a wanted prefix: the cache holds exactly it while it is saved
+            last = end == len(tokens)
+            t_batch = time.perf_counter()
+            self.decode(tokens[start:end], "last" if (last and logits_last) else "none")
+            done = end - keep
+            if end == save_at and self._save(store.path(tokens[:end]), store):
+                saved = end
+            if progress is not None:
+                progress(done, todo)
+                spent = time.perf_counter() - t_batch
+                if spent > 0:  # aim at BATCH_S per batch, within n_batch
+                    size = max(16, min(self.n_batch, int((end - start) * BATCH_S / spent)))
+        self.last_prefill = PrefillInfo(len(tokens), reused, restored, todo, time.perf_counter() - t0, saved)
+        return todo
+
+    # -- saved prefix states ------------------------------------------------------------------------------------
+    def _save(self, path, store) -> bool:
+        """Save what the cache holds (a whole wanted prefix) to `path`; a failure is noted, never raised."""
+        if not store.writable():
+            return False
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        arr = (lib.llama_token * len(self.tokens))(*self.tokens)
+        try:
+            ok = lib.llama_state_seq_save_file(self.ptr, str(tmp).encode(), 0, arr, len(self.tokens)) > 0
+            if ok:
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, path)  # whole or absent: another process never reads half a file
+        except OSError as exc:
+            ok = False
+            store.error = f"cannot save a prompt prefix to {path}: {exc.strerror or exc}"
+        finally:
+            if tmp.exists():
+                tmp.unlink(missing_ok=True)
+        if ok:
+            store.prune()
+        return ok
+
+    def _restore(self, path, expected: Sequence[int]) -> bool:
+        """Load a saved prefix state into the (cleared) cache; False, with the cache empty, when the file is
+        unreadable or holds other tokens than `expected` (it is then deleted: it would never match)."""
+        cap = len(expected)
+        arr = (lib.llama_token * cap)()
+        n_out = ctypes.c_size_t(0)
+        self.clear()
+        try:
+            read = lib.llama_state_seq_load_file(self.ptr, str(path).encode(), 0, arr, cap, ctypes.byref(n_out))
+        except OSError:
+            read = 0
+        if read and n_out.value == cap and list(arr[:cap]) == list(expected):
+            self.tokens = list(expected)
+            return True
+        self.clear()
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        return False
 
     def set_threads(self, n: int) -> None:
         lib.llama_set_n_threads(self.ptr, n, n)

@@ -13,8 +13,11 @@ def new_id() -> str:
 
 
 def usage(done: DoneEvent) -> dict:
+    """OpenAI's usage, with its `prompt_tokens_details.cached_tokens`: the prompt tokens this request did not compute
+    (the previous request's common prefix, or a saved system prompt + tools prefix)."""
     return {"prompt_tokens": done.prompt_tokens, "completion_tokens": done.completion_tokens,
-            "total_tokens": done.prompt_tokens + done.completion_tokens}
+            "total_tokens": done.prompt_tokens + done.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": done.stats.reused_prefix_tokens}}
 
 
 def spec_stats(done: DoneEvent) -> dict:

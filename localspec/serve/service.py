@@ -38,7 +38,32 @@ class ChatService:
     def plan(self, req: ChatRequest) -> Plan:
         # One model is loaded: any name means it (clients hard-code names, as llama-server allows); responses say
         # which model answered in their `model` field.
-        return make_plan(self.model, self.n_ctx, req, self.defaults, self.fmt)
+        plan = make_plan(self.model, self.n_ctx, req, self.defaults, self.fmt)
+        self._keep_prefix(req)
+        return plan
+
+    def _keep_prefix(self, req: ChatRequest) -> None:
+        """The request's system prompt and tools, computed once and kept (runtime/prefixes.py): the next request
+        with the same tools starts from them even after requests with other tools came in between, and so does
+        the server after a restart."""
+        from localspec.chat import reasoning as think
+        from localspec.chat.prompt import stable_prefix
+
+        if not req.tools:
+            return  # a prompt without tools is short: the cache's own reuse is enough
+        template = self.model.chat_template
+        system = []
+        for m in think.no_think(req.messages, template, req.thinking):  # as the plan's prompt has them
+            if m.get("role") != "system":
+                break
+            system.append(m)
+        try:
+            prefix = stable_prefix(self.model, system, list(req.tools),
+                                   template_vars=think.template_vars(template, req.thinking))
+        except Exception:  # the plan rendered the whole conversation; a probe that fails is only a missed save
+            log.debug("no stable prefix for this request", exc_info=True)
+            return
+        self.engine.keep_prefix(prefix)
 
     def start(self, plan: Plan, emit: Emit, client: str = "") -> Job:
         """Queue the generation; events reach `emit` from the worker thread. Raises APIError 503 when full."""

@@ -10,7 +10,7 @@ from typing import Generator, Iterator, Sequence
 import numpy as np
 
 from localspec.errors import ContextOverflowError
-from localspec.runtime.context import Context
+from localspec.runtime.context import Context, Progress
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.costs import CostModel
 from localspec.speculative.detok import TextStream
@@ -104,19 +104,20 @@ class SpecEngine:
                           tokens.stats, events)
 
     def stream(self, prompt: Sequence[int], params: GenParams = GenParams(), *, constraint: Constraint | None = None,
-               cancel: threading.Event | None = None) -> "TokenStream":
+               cancel: threading.Event | None = None, on_prefill: Progress | None = None) -> "TokenStream":
         """Yield emitted tokens as they are verified; statistics land in `last_stats` (and `totals`) at the end.
 
         Each step emits the target's own token, drafts after it, verifies the draft in one pass and emits the
-        accepted drafts; the target's token after them starts the next step."""
+        accepted drafts; the target's token after them starts the next step. `on_prefill(done, total)` hears how
+        the prompt's prefill goes (runtime/context.py)."""
         run = _Run(prompt, params, constraint, TextStream(self.target.model.token_bytes, params.stop))
-        return TokenStream(self._stream(run, prompt, params, constraint, cancel), run.stats)
+        return TokenStream(self._stream(run, prompt, params, constraint, cancel, on_prefill), run.stats)
 
     def _stream(self, run: _Run, prompt: Sequence[int], params: GenParams, constraint: Constraint | None,
-                cancel: threading.Event | None) -> Generator[TokenEvent, None, None]:
+                cancel: threading.Event | None, on_prefill: Progress | None) -> Generator[TokenEvent, None, None]:
         stats = run.stats
         self.last_stats = stats
-        t_start = time.perf_counter()
+        t_start = t_begin = time.perf_counter()
         ctx = self.target
         if len(prompt) == 0:
             raise ValueError("empty prompt")
@@ -124,21 +125,28 @@ class SpecEngine:
             raise ContextOverflowError(f"prompt of {len(prompt)} tokens does not fit the {ctx.n_ctx}-token context")
         counted_at = None
         try:
-            stats.prefill_tokens = ctx.prefill(prompt)
+            stats.prefill_tokens = ctx.prefill(prompt, progress=on_prefill)
             stats.prefill_s = time.perf_counter() - t_start
+            stats.reused_prefix_tokens = ctx.last_prefill.cached
+            stats.restored_prefix_tokens = ctx.last_prefill.restored
             self._wrap_at = params.max_tokens - params.wrap_up if (params.wrap_up and constraint is not None) else None
             pending = self._policy(params.sampling, constraint, stats).pick(ctx.logits(-1), run.rng)
             stats.target_passes += 1
             counted_at = 0  # generated_tokens when the latest pass was counted (see the `finally`)
-            if self._calibrate and not self.costs.ready:
-                t_cal = time.perf_counter()
-                self.costs.calibrate(ctx)
-                t_start += time.perf_counter() - t_cal  # calibration is not part of this generation's time
+            first = True
             while True:
                 # The target's own token: not yet on the grammar (drafted tokens were consumed as they were verified).
                 event, finish = self._emit(run, pending, TARGET, consume=True)
+                if first:
+                    stats.first_token_s = time.perf_counter() - t_begin
                 if event is not None:
                     yield event
+                if first and self._calibrate and not self.costs.ready:
+                    # After the first token is out (the user waits for it), before the first speculative step.
+                    t_cal = time.perf_counter()
+                    self.costs.calibrate(ctx)
+                    t_start += time.perf_counter() - t_cal  # calibration is not part of this generation's time
+                first = False
                 finish = finish or self._halt(run, cancel)
                 if finish:
                     break
@@ -165,6 +173,28 @@ class SpecEngine:
             stats.target_token_s = self.costs.single_token_s()
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             self.totals.merge(stats)
+
+    def calibrate_now(self, filler: int = 0, base: int = 16) -> None:
+        """Time the cost model's calibration decodes now (at load), on a throwaway cache of `base` tokens, instead of
+        in the middle of the first reply: there it held back the first visible text by its whole duration (the
+        text of a token is released with the next one, which came after the calibration)."""
+        if not self._calibrate or self.costs.ready:
+            return
+        ctx = self.target
+        if ctx.n_past:
+            return  # a cache in use is not ours to wipe: the first generation calibrates as before
+        ctx.decode([filler] * min(base, ctx.n_batch), "none")
+        try:
+            self.costs.calibrate(ctx)
+        finally:
+            ctx.clear()
+
+    def keep_prefix(self, tokens: Sequence[int]) -> None:
+        """A prompt prefix worth computing once (a chat's system prompt and tool definitions): saved when a prefill
+        first passes its end, restored by later prefills that start with it (runtime/prefixes.py)."""
+        store = self.target.prefixes
+        if store is not None:
+            store.wanted.add(tokens)
 
     def remember_call(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
         """A finished tool call, for drafters that learn from earlier calls (the history drafter)."""

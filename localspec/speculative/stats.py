@@ -42,6 +42,9 @@ class Stats:
     generated_tokens: int = 0
     prompt_tokens: int = 0
     prefill_tokens: int = 0  # prompt tokens actually evaluated (the rest came from the reused cache)
+    reused_prefix_tokens: int = 0  # prompt tokens not evaluated: kept in the cache, or restored from a saved prefix
+    restored_prefix_tokens: int = 0  # ... of which read from a saved prefix state (runtime/prefixes.py)
+    first_token_s: float = 0.0  # from the start of the generation (prefill included) to its first token
     target_passes: int = 0
     drafted: int = 0
     accepted: int = 0
@@ -62,6 +65,8 @@ class Stats:
     plain_decode_s: float = 0.0
     finish_reason: str = ""
     switched_off: dict[str, str] = field(default_factory=dict)  # drafters not drafting for now, and why
+    source: str = ""  # who measured these figures: "" this engine, else a remote server ("llama-server", ...)
+    remote_estimate: float | None = None  # a remote server's own speedup estimate (localspec serve reports one)
 
     @property
     def acceptance_rate(self) -> float:
@@ -100,10 +105,28 @@ class Stats:
         return self.target_token_s + max(judge, 0.0) + self.other_s / max(self.generated_tokens, 1)
 
     @property
-    def estimated_speedup(self) -> float:
-        """Against target-only decoding (see `estimate_speedup`): the whole generation time, drafting and
-        bookkeeping included, against what target-only decoding would have taken (plain_step_s per token)."""
-        return estimate_speedup(self.generated_tokens, self.target_passes, self.generation_s, self.plain_step_s)
+    def target_only_s(self) -> float | None:
+        """What target-only decoding would have taken for these tokens: a generation that drafted nothing was
+        target-only decoding (its own time); else a plain step (plain_step_s) per token. None: no step measured yet."""
+        if not self.drafted:
+            return self.generation_s
+        step = self.plain_step_s
+        return self.generated_tokens * step if step else None
+
+    @property
+    def estimated_speedup(self) -> float | None:
+        """Against target-only decoding (see `estimate_speedup`): exactly 1.0 when nothing was drafted (that was
+        target-only decoding); else the whole generation time, drafting, every drafted pass at its measured cost and
+        the bookkeeping included, against a plain step per token. None until there is data (no token, or no plain
+        step measured yet): a UI shows "–", never a guess."""
+        if self.source:  # a remote server's figures: its own estimate, or none (nothing is guessed here)
+            return self.remote_estimate
+        if not self.generated_tokens:
+            return None
+        if not self.drafted:
+            return 1.0
+        got = estimate_speedup(self.generated_tokens, self.target_passes, self.generation_s, self.plain_step_s)
+        return got or None
 
     def record_position(self, pos: int, accepted: bool) -> None:
         while len(self.per_position_drafted) <= pos:
@@ -114,7 +137,12 @@ class Stats:
             self.per_position_accepted[pos] += 1
 
     def merge(self, other: "Stats") -> None:
-        """Add another generation's counts and times (session totals)."""
+        """Add another generation's counts and times (session totals). How the prompt was read and when the first
+        token came are the first merged generation's (a turn's later phases continue its prompt)."""
+        if not self.target_passes and not self.generated_tokens and not self.prefill_tokens:
+            self.reused_prefix_tokens = other.reused_prefix_tokens
+            self.restored_prefix_tokens = other.restored_prefix_tokens
+            self.first_token_s = other.first_token_s
         for name in ("generated_tokens", "prompt_tokens", "prefill_tokens", "target_passes", "drafted", "accepted",
                      "forced", "prefill_s", "draft_s", "verify_s", "decode_s", "wall_s", "plain_passes",
                      "plain_verify_s", "plain_decode_s"):
@@ -130,12 +158,16 @@ class Stats:
         self.target_token_s = other.target_token_s or self.target_token_s
         self.finish_reason = other.finish_reason
         self.switched_off = dict(other.switched_off)
+        self.source = other.source or self.source
 
     def to_dict(self) -> dict:
         return {
             "generated_tokens": self.generated_tokens,
             "prompt_tokens": self.prompt_tokens,
             "prefill_tokens": self.prefill_tokens,
+            "reused_prefix_tokens": self.reused_prefix_tokens,
+            "restored_prefix_tokens": self.restored_prefix_tokens,
+            "time_to_first_token_s": round(self.first_token_s, 4),
             "target_passes": self.target_passes,
             "drafted": self.drafted,
             "accepted": self.accepted,
@@ -147,16 +179,27 @@ class Stats:
             "drafters": {k: {"drafted": v.drafted, "accepted": v.accepted,
                              "acceptance_rate": round(v.acceptance_rate, 4)} for k, v in self.drafters.items()},
             "tokens_per_second": round(self.tokens_per_second, 3),
-            "estimated_speedup": round(self.estimated_speedup, 3),
+            "estimated_speedup": None if self.estimated_speedup is None else round(self.estimated_speedup, 3),
             "time_s": {"prefill": round(self.prefill_s, 4), "draft": round(self.draft_s, 4),
                        "verify": round(self.verify_s, 4), "other": round(self.other_s, 4)},
             "wall_s": round(self.wall_s, 4),
             "finish_reason": self.finish_reason,
             "switched_off": dict(self.switched_off),
+            **({"source": self.source} if self.source else {}),
         }
 
     def summary(self) -> str:
-        return (f"{self.generated_tokens} tokens, {self.tokens_per_second:.1f} tok/s, "
-                f"{self.target_passes} target passes, accepted {self.accepted}/{self.drafted} "
-                f"({100 * self.acceptance_rate:.0f}%), {self.mean_accepted_length:.2f} tokens/pass, "
-                f"est. speedup {self.estimated_speedup:.2f}x")
+        """One line for the command line: what was generated, how fast, what speculation did and what is switched
+        off (with why). Figures without data say "–", never 0."""
+        rate = f"{100 * self.acceptance_rate:.0f}%" if self.drafted else "–"
+        est = self.estimated_speedup
+        line = (f"{self.generated_tokens} tokens, {self.tokens_per_second:.1f} tok/s, "
+                f"{self.target_passes} target passes, accepted {self.accepted}/{self.drafted} ({rate}), "
+                f"{self.mean_accepted_length:.2f} tokens/pass, est. speedup {'–' if est is None else f'{est:.2f}x'}")
+        off = switched_off_text(self.switched_off)
+        return line + (f"; {off}" if off else "")
+
+
+def switched_off_text(switched: dict[str, str]) -> str:
+    """Drafters resting for now, with the reason each gave ("" when none is)."""
+    return "; ".join(f"{name} drafter switched off: {why}" for name, why in sorted(switched.items()))

@@ -84,7 +84,7 @@ class LocalspecApp(App):
             self.open_models(f"{exc}\nDownload a pair below (select it, press p), or start with --target PATH.")
             return
         self.switch_pair(sel)
-        if sel.demo and self.session.settings.default_pair is None:
+        if getattr(sel, "demo", False) and self.session.settings.default_pair is None:
             # First run: no pair installed and none picked yet; the demo model loads behind the models screen.
             from localspec.tui.screens.models import FIRST_RUN
 
@@ -99,15 +99,17 @@ class LocalspecApp(App):
                         markup=False)
 
     # -- models ---------------------------------------------------------------------------------------------------
-    def switch_pair(self, sel: Selection) -> None:
-        """Cancel any running reply, then load `sel` in a worker; the chat shows the outcome."""
+    def switch_pair(self, sel) -> None:
+        """Cancel any running reply, then load `sel` (a Selection of model files, or a remote server's
+        RemoteConfig) in a worker; the chat shows the outcome."""
         self.chat.cancel_turn()
         self.loading = True
-        self.chat.set_status(f"loading {sel.pair or sel.target.name}…")
+        what = sel.base_url if not isinstance(sel, Selection) else sel.pair or sel.target.name
+        self.chat.set_status(f"{'connecting to' if not isinstance(sel, Selection) else 'loading'} {what}…")
         self._load(sel)
 
     @work(thread=True, exclusive=True, group="load")
-    def _load(self, sel: Selection) -> None:
+    def _load(self, sel) -> None:
         try:
             info = self.session.load(sel)
         except LocalspecError as exc:
@@ -211,9 +213,36 @@ class LocalspecApp(App):
 
     # -- settings -------------------------------------------------------------------------------------------------
     def reload_settings(self) -> None:
+        before = self._backend_choice()
+        loaded_with = self._load_settings()
         self.session.apply_settings(load_config(self.options.config_path))
         self._apply_theme()
         self.chat.refresh_header()
+        after = self._backend_choice()
+        if after != before and not isinstance(after, str):  # backend.* changed in the settings: switch now
+            try:
+                target = self.session.initial_selection()
+            except LocalspecError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.switch_pair(target)
+        elif loaded_with != self._load_settings() and self.session.selection is not None and not self.chat.busy:
+            # The context size, threads, offload or drafters changed: they take a reload, done now (a small
+            # model reloads in a second; a reply in progress keeps its model until the next load).
+            self.switch_pair(self.session.selection)
+
+    def _load_settings(self) -> tuple:
+        """The settings a loaded pair was opened with (a change needs a reload)."""
+        s = self.session.settings
+        return (s.ctx_size, s.threads, s.target_gpu_layers, s.draft_gpu_layers, s.drafters, s.draft_max,
+                s.draft_p_min)
+
+    def _backend_choice(self):
+        """The remote server the settings choose (None: local), or the error text when they are incomplete."""
+        try:
+            return self.session.remote_config()
+        except LocalspecError as exc:
+            return str(exc)
 
     def set_config(self, key: str, value) -> None:
         set_config_value(key, value, self.options.config_path)
@@ -274,6 +303,17 @@ class LocalspecApp(App):
                             chat.action_save_transcript)
         yield SystemCommand("New conversation", "Forget the conversation so far (Ctrl+N)", chat.action_new_chat)
         yield SystemCommand("Cancel reply", "Stop the reply being written; keep its text (Esc)", chat.action_cancel)
+        yield SystemCommand("Regenerate last reply", "Write the last reply again (Ctrl+G)", chat.action_regenerate)
+        yield SystemCommand("Edit a message", "Up from an empty prompt focuses the last message: e edits and resends "
+                                              "it, r regenerates its reply, d deletes it (Up/Down move)",
+                            lambda: chat.on_prompt_input_up_from_empty(None))
+        on = self.session.tools_on
+        yield SystemCommand(f"Tools {'off' if on else 'on'} for this chat",
+                            "Whether the model is offered the tools (F6; off: a short prompt, no calls)",
+                            chat.action_toggle_tools)
+        for name in self.session.tool_names():
+            yield SystemCommand(f"Use tool {name}", f"Your next message calls {name} (like /tool {name})",
+                                lambda n=name: self.call_later(chat.use_tool, n))
         for mode in ("ask", "read-only", "auto"):
             yield SystemCommand(f"Approval mode: {mode}", "How tool calls are approved (this session)",
                                 lambda m=mode: self._set_mode(m))

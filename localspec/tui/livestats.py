@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, replace
 
 from localspec.speculative.stats import Stats
 
-SLOW_AFTER_TOKENS = 64  # "a while": enough tokens for the estimate to mean something
-SLOW_BELOW = 1.0
+SLOW_AFTER_TOKENS = 24  # a reply this long has had enough drafted passes for the estimate to mean something
+SLOW_AFTER_DRAFTED = 8  # ... and this many drafted tokens: the hint is about drafting, so some must have happened
+SLOW_BELOW = 0.95  # the estimate's own noise is a few percent: below this, speculation costs
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,17 @@ class StatsView:
     acceptance_rate: float = 0.0
     mean_accepted_length: float = 0.0  # tokens per target pass
     tokens_per_second: float = 0.0
-    estimated_speedup: float = 0.0  # against target-only decoding
+    estimated_speedup: float | None = None  # against target-only decoding; None: no data yet ("–")
     drafters: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (drafted, accepted)
     finish_reason: str = ""
+    switched_off: dict[str, str] = field(default_factory=dict)  # drafters resting for now, and why
+    source: str = ""  # who measured these figures: "" here, else the remote server (e.g. "llama-server")
+    first_token_s: float | None = None  # the turn's wait for its first token (rendering and prefill included)
+    reused_prefix_tokens: int = 0  # prompt tokens not computed for the turn (kept in the cache or restored)
 
     @classmethod
-    def of(cls, stats: Stats, *, elapsed_s: float | None = None, target_token_s: float = 0.0) -> "StatsView":
+    def of(cls, stats: Stats, *, elapsed_s: float | None = None, target_token_s: float = 0.0,
+           first_token_s: float | None = None) -> "StatsView":
         """A snapshot; elapsed_s (generation time so far) replaces the final timing while a generation runs."""
         drafters = {name: (d.drafted, d.accepted) for name, d in dict(stats.drafters).items()}
         if elapsed_s is None:
@@ -38,7 +44,19 @@ class StatsView:
             now = replace(stats, wall_s=stats.prefill_s + elapsed_s, target_token_s=target_token_s or stats.target_token_s)
             speedup = now.estimated_speedup
         return cls(stats.generated_tokens, stats.drafted, stats.accepted, stats.target_passes, stats.acceptance_rate,
-                   stats.mean_accepted_length, tps, speedup, drafters, stats.finish_reason)
+                   stats.mean_accepted_length, tps, speedup, drafters, stats.finish_reason,
+                   dict(stats.switched_off), stats.source,
+                   first_token_s if first_token_s is not None else (stats.first_token_s or None),
+                   stats.reused_prefix_tokens)
+
+    @property
+    def acceptance_text(self) -> str:
+        """Acceptance as shown: "–" when nothing was drafted (0 of 0 is no rate, not 0%)."""
+        return f"{100 * self.acceptance_rate:.1f}%" if self.drafted else "–"
+
+    @property
+    def speedup_text(self) -> str:
+        return "–" if self.estimated_speedup is None else f"{self.estimated_speedup:.2f}x"
 
 
 @dataclass(frozen=True)
@@ -71,12 +89,20 @@ class SessionView:
 
 
 def slow_hint(view: StatsView | None) -> str | None:
-    """What the panel says when speculation has been slower than the target alone for a while, else None."""
-    if view is None or view.generated < SLOW_AFTER_TOKENS or not 0 < view.estimated_speedup < SLOW_BELOW:
+    """What to try when speculation has measurably cost time in this reply, else None: only once something was
+    drafted (with nothing drafted the reply ran as the target alone, 1.00x, and there is nothing to switch off),
+    naming what drafted the most and was accepted the least."""
+    if view is None or view.estimated_speedup is None or view.estimated_speedup >= SLOW_BELOW:
         return None
-    if "model" in view.drafters:
-        what = ("a smaller draft model, a lower draft_max, or no draft model (drafters.model = false in settings: "
-                "schema, history and n-gram drafting cost almost nothing)")
+    if view.generated < SLOW_AFTER_TOKENS or view.drafted < SLOW_AFTER_DRAFTED:
+        return None
+    drafted = {n: d for n, d in view.drafters.items() if d[0]}
+    worst = min(drafted, key=lambda n: (drafted[n][1] / drafted[n][0], -drafted[n][0])) if drafted else None
+    if worst == "model":
+        what = ("a smaller draft model, a lower draft_max, or no draft model (drafters.model = false in settings, "
+                "F3: schema, history and n-gram drafting cost almost nothing)")
+    elif worst is not None:
+        what = f"switching the {worst} drafter off in settings (F3: drafters.{worst}), or a lower draft_max"
     else:
         what = "turning drafters off in settings (F3), or a lower draft_max"
     return f"speculation is slower than the target alone here ({view.estimated_speedup:.2f}x): try {what}"
@@ -86,9 +112,11 @@ def summary_line(view: StatsView | None) -> str:
     """The statistics panel folded into one line (narrow terminals)."""
     if view is None:
         return "no generation yet · ^t: statistics panel"
-    speedup = f"{view.estimated_speedup:.2f}x" if view.estimated_speedup else "–"
+    accepted = f"{100 * view.acceptance_rate:.0f}%" if view.drafted else "–"
     line = (f"{view.generated} tok · {view.tokens_per_second:.1f} tok/s · "
-            f"{view.mean_accepted_length:.2f} tok/pass · {100 * view.acceptance_rate:.0f}% accepted · est. {speedup}")
+            f"{view.mean_accepted_length:.2f} tok/pass · {accepted} accepted · est. {view.speedup_text}")
     if slow_hint(view):
         line += " · slower than the target alone"
+    if view.switched_off:
+        line += f" · off: {', '.join(sorted(view.switched_off))}"
     return line + " · ^t panel"

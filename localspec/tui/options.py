@@ -19,6 +19,7 @@ class AppOptions:
     config_path: Path | None = None  # None: the user's config.toml
     system_prompt: str | None = None  # None: the agent's default; "" for none
     tool_choice: str = "auto"  # first step of each turn: auto | required | none | a tool name (agent semantics)
+    tools_on: bool = True  # new chats offer the tools (False: --no-tools; the settings' tools.enabled decides too)
     record: bool = True  # save the conversation (and its tool calls, for drafting) in the store, in the data folder
     resume: str | None = None  # a saved conversation's ID to continue (--resume ID, --continue)
     mcp_config: Path | None = None  # MCP servers (--mcp-config FILE); None: mcp.json in the config folder

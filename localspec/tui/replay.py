@@ -10,6 +10,7 @@ from localspec.tui.widgets.reasoning import ReasoningBlock
 from localspec.tui.widgets.toolcard import ToolCard
 
 ERROR_PREFIX = "Error: "  # how ToolResult.for_model marks a failed call in the tool message
+CANCELLED = "cancelled: the reply so far is kept (Ctrl+G writes it again)"
 
 
 def _arguments(raw) -> dict:
@@ -34,8 +35,12 @@ async def show_history(log, messages: list[dict], *, origins: bool = False) -> i
         elif role == "assistant":
             if m.get("reasoning_content"):
                 widgets.append(ReasoningBlock.finished(str(m["reasoning_content"])))
-            if text.strip() or not m.get("tool_calls"):
+            if text.strip() or not m.get("tool_calls") and not (m.get("cancelled") or m.get("failed")):
                 widgets.append(ChatMessage("assistant", text, origins=origins))
+            if m.get("cancelled"):
+                widgets.append(ChatMessage("note", CANCELLED))
+            elif m.get("failed"):
+                widgets.append(ChatMessage("note", f"the reply failed: {m['failed']}"))
             for call in m.get("tool_calls") or []:
                 fn = call.get("function") or {}
                 card = ToolCard(str(call.get("id", "")), str(fn.get("name", "?")), _arguments(fn.get("arguments")))

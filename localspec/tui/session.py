@@ -19,7 +19,8 @@ from localspec.models.resolve import Selection, resolve_selection
 from localspec.tools import Policy, Toolbox
 from localspec.tui.livestats import SessionView, StatsView
 from localspec.tui.options import AppOptions
-from localspec.tui.turn import Batcher, ToolFinished, ToolStarted, TurnDone, TurnEvent, TurnFailed, TurnNotice
+from localspec.tui.turn import (Batcher, ReadingPrompt, ToolFinished, ToolStarted, TurnDone, TurnEvent, TurnFailed,
+                                TurnNotice)
 
 Post = Callable[[TurnEvent], None]
 
@@ -29,11 +30,12 @@ class PairInfo:
     """What the UI shows about the loaded pair."""
 
     label: str
-    target: Path
+    target: Path | None  # None: a remote server generates
     draft: Path | None
     pair: str | None
     demo: bool
     warning: str | None = None  # e.g. no chat template: ChatML stands in (shown in the chat once loaded)
+    remote: str | None = None  # the server's API root when an OpenAI-compatible server generates
 
 
 def describe(sel: Selection, warning: str | None = None) -> PairInfo:
@@ -41,6 +43,10 @@ def describe(sel: Selection, warning: str | None = None) -> PairInfo:
     if sel.pair is None and sel.draft is not None:
         label += " + " + sel.draft.name
     return PairInfo(label, sel.target, sel.draft, sel.pair, sel.demo, warning)
+
+
+def describe_remote(turns) -> PairInfo:
+    return PairInfo(turns.label, None, None, None, False, remote=turns.backend.base_url)
 
 
 def _open_conversations():
@@ -65,6 +71,7 @@ class ChatSession:
         self._messages: list[dict] = self._system()  # the conversation while no agent exists
         self._pair = None
         self._engine = None
+        self._remote = None  # the remote backend's turn provider (remote/turns.py) when a server generates
         self._agent = None
         self._selection: Selection | None = None  # the pair loaded last (its RunConfig is re-resolved per turn)
         self._lock = threading.Lock()
@@ -73,6 +80,8 @@ class ChatSession:
         # agent adds each finished call, kept with the conversation it belongs to.
         self.call_history = call_history(self.conversations, lambda: self.conversation_id)
         self._resumed = None  # the saved conversation reopened at start (its pair is preferred)
+        self._tools_on = self.default_tools_on()
+        self.next_tool: str | None = None  # a tool the next message must call (/tool NAME, the palette)
         self._recorder = self._new_recorder()
         if options.resume and self.conversations is not None:
             self._resumed = self.open_conversation(options.resume)
@@ -81,13 +90,28 @@ class ChatSession:
     @property
     def loaded(self) -> bool:
         # `info` is set last in load(), after the engine, the agent and the warm-up: only then is a pair usable.
-        return self._engine is not None and self.info is not None
+        return self._agent is not None and self.info is not None
+
+    @property
+    def selection(self) -> Selection | None:
+        """The local model files loaded now (None: none, or a remote server generates)."""
+        return self._selection if self._remote is None else None
+
+    def remote_config(self):
+        """The OpenAI-compatible server to use (--backend openai, or backend.kind in the settings), or None."""
+        from localspec.launch.remote import resolve_remote
+
+        return resolve_remote(self.options.flags, self.settings)
 
     def select(self, pair: str | None = None, target: str | None = None, draft: str | None = None) -> Selection:
         """Which files to run (never downloads); ModelFileError when nothing is installed."""
         return resolve_selection(pair, target, draft, settings=self.settings)
 
-    def initial_selection(self) -> Selection:
+    def initial_selection(self):
+        """What to load at start: the remote server when one is configured, else a Selection of model files."""
+        remote = self.remote_config()
+        if remote is not None:
+            return remote
         f = self.options.flags
         resumed = self._resumed_selection() if f.pair is None and f.target is None else None
         if resumed is not None:
@@ -118,10 +142,14 @@ class ChatSession:
         return resolve_config(self.options.flags, self.settings, selection=sel, interactive=True,
                               max_tokens=self.options.max_tokens)
 
-    def load(self, sel: Selection) -> PairInfo:
-        """Load (or switch to) a pair. Slow for real models: call from a worker thread."""
+    def load(self, sel) -> PairInfo:
+        """Load (or switch to) a pair, or connect to a remote server (a launch.remote.RemoteConfig). Slow for real
+        models: call from a worker thread."""
         from localspec.launch.open import open_engine
+        from localspec.launch.remote import RemoteConfig
 
+        if isinstance(sel, RemoteConfig):
+            return self._load_remote(sel)
         config = self.config(sel)
         with self._lock:
             self._close()
@@ -137,6 +165,20 @@ class ChatSession:
                 raise
             self._pair = opened.pair
             self.info = describe(sel, opened.warning)
+            return self.info
+
+    def _load_remote(self, remote) -> PairInfo:
+        """Turns on an OpenAI-compatible server: asked for its model now (an unreachable server is said at once,
+        not at the first message)."""
+        from localspec.remote.turns import open_turns
+
+        with self._lock:
+            self._close()
+            turns = open_turns(remote)
+            turns.backend.resolve_model()
+            self._remote = turns
+            self._agent = self._new_agent(turns)
+            self.info = describe_remote(turns)
             return self.info
 
     def _warm_up(self, model) -> None:
@@ -165,7 +207,7 @@ class ChatSession:
             self._messages = self._agent.messages
         if self._pair is not None:
             self._pair.close()
-        self._pair = self._engine = self._agent = self.info = None
+        self._pair = self._engine = self._remote = self._agent = self.info = None
 
     def start_tools(self, notice: Callable[[str], None]) -> None:
         """Start the MCP servers (mcp.json or --mcp-config) in the background; failures reach `notice` as one line."""
@@ -210,6 +252,28 @@ class ChatSession:
             self._recorder = self._new_recorder()
             self.totals = SessionView()
             self.temperature = self.max_tokens_override = None  # a new conversation starts from the defaults
+            self.tools_on = self.default_tools_on()
+            self.next_tool = None
+
+    # -- tools on or off for this chat (F6, /tools on|off) -----------------------------------------------------------
+    def default_tools_on(self) -> bool:
+        """A new chat's tools: off with --no-tools (or --tool-choice none), else the settings' tools.enabled."""
+        return self.options.tools_on and self.options.tool_choice != "none" and self.settings.tools.enabled
+
+    @property
+    def tools_on(self) -> bool:
+        return self._tools_on
+
+    @tools_on.setter
+    def tools_on(self, on: bool) -> None:
+        """Off, the model sees no tool definitions: a short prompt, a fast first token, no calls."""
+        self._tools_on = on
+        if self._agent is not None:
+            self._agent.tools_on = on
+
+    def tool_names(self) -> list[str]:
+        """The tools the model can be offered now (built-in and MCP servers', without those the policy refuses)."""
+        return [s["function"]["name"] for s in self.toolbox.specs(available_only=True)]
 
     # -- reasoning models (Ctrl+R) ------------------------------------------------------------------------------------
     _thinking: bool | None = None  # None: config.toml's reasoning.thinking
@@ -278,8 +342,13 @@ class ChatSession:
             temperature, limit = conv.params.get("temperature_override"), conv.params.get("max_tokens_override")
             self.temperature = float(temperature) if isinstance(temperature, (int, float)) else None
             self.max_tokens_override = limit if isinstance(limit, int) and limit > 0 else None
+            tools = conv.params.get("tools")
+            self.tools_on = tools if isinstance(tools, bool) else self.default_tools_on()
+            self.next_tool = None
             if self._agent is not None:
                 self._agent.params = self._params()
+            # The panel's session totals are the conversation's own, counted from its recorded turns.
+            self.totals = totals_of(self.conversations.turns(conv.id))
         return conv
 
     def delete_conversation(self, cid: str) -> None:
@@ -305,7 +374,10 @@ class ChatSession:
         params = {"pair_name": info.pair if info else None, "target": str(info.target) if info else None,
                   "draft": str(info.draft) if info and info.draft else None,
                   "approval": self.toolbox.policy.mode, "tool_choice": self.options.tool_choice,
-                  "temperature_override": self.temperature, "max_tokens_override": self.max_tokens_override}
+                  "temperature_override": self.temperature, "max_tokens_override": self.max_tokens_override,
+                  "tools": self.tools_on}
+        if info is not None and info.remote:
+            params.update(backend="openai", base_url=info.remote)
         if self._agent is not None:
             params.update(asdict(self._agent.params))  # max_tokens, sampling, draft_max, ...
         return {"pair": (info.pair or info.label) if info else None, "workspace": str(self.options.workspace),
@@ -322,33 +394,45 @@ class ChatSession:
         now), with this conversation's own temperature and token limit on top."""
         from dataclasses import replace
 
-        params = self.config().params
+        from localspec.launch.config import resolve_params
+
+        if self._selection is not None and self._remote is None:
+            params = self.config().params
+        else:  # a remote server, or no pair yet: the same flags and settings, without model files
+            params = resolve_params(self.options.flags, self.settings, max_tokens=self.options.max_tokens)[0]
         sampling = params.sampling if self.temperature is None else replace(params.sampling,
                                                                             temperature=self.temperature)
         return replace(params, max_tokens=self.max_tokens, sampling=sampling)
 
-    def _new_agent(self, engine):
+    def _new_agent(self, turns):
+        """An agent on the local engine or the remote backend's turns (the same loop, tools and approvals)."""
         from localspec.agent import Agent
 
-        agent = Agent(engine, self.toolbox, system=None, params=self._params(),
+        agent = Agent(turns, self.toolbox, system=None, params=self._params(),
                       call_max_tokens=self.options.max_tokens)
         agent.messages = self.history  # the conversation survives a change of pair
         agent.thinking = self.thinking
+        agent.tools_on = self.tools_on
         return agent
 
-    def run_turn(self, text: str, post: Post, cancel: threading.Event) -> None:
-        """Answer one user message through the agent loop, reporting through `post`; never raises."""
+    def run_turn(self, text: str, post: Post, cancel: threading.Event, *, tool: str | None = None) -> None:
+        """Answer one user message through the agent loop, reporting through `post`; never raises. `tool`: a tool
+        the first step must call (else the one /tool NAME set for the next message, else the app's choice)."""
         with self._lock:
             if self._agent is None:
                 post(TurnFailed("no model is loaded: pick a pair in the models screen (F2)"))
                 return
             if self.mcp is not None:
                 self.mcp.wait()  # servers still starting: their tools join this turn
+            choice = tool or self.next_tool or self.options.tool_choice
+            self.next_tool = None
+            if choice not in ("auto", "none") and not self.tools_on:
+                self.tools_on = True  # forcing a tool means offering the tools, for this chat from now on
             relay = Relay(post, self._engine)
             recorder = self._recorder
             saving = recorder is not None and recorder.error is None
             try:
-                result = self._agent.run(text, tool_choice=self.options.tool_choice, cancel=cancel,
+                result = self._agent.run(text, tool_choice=choice, cancel=cancel,
                                          on_event=recorder.wrap(relay) if recorder is not None else relay)
             except LocalspecError as exc:
                 relay.flush()
@@ -361,12 +445,71 @@ class ChatSession:
             relay.flush()
             if saving and recorder.error:
                 post(TurnNotice(f"this conversation is no longer being saved: {recorder.error}"))
-            final = StatsView.of(result.stats)
+            final = StatsView.of(result.stats, first_token_s=result.first_token_s)
             self.totals = self.totals.add(final, result.stats.generation_s)
             if result.error:
                 post(TurnFailed(result.error))
             post(TurnDone(final, result.stats.generation_s, cancelled=result.finish_reason == "cancelled",
                           finish_reason=result.finish_reason))
+
+    # -- editing the conversation (regenerate, edit and resend, delete) ---------------------------------------------
+    def user_positions(self) -> list[int]:
+        """Where the user's messages are in the history."""
+        return [i for i, m in enumerate(self.history) if m.get("role") == "user"]
+
+    def exchange(self, k: int) -> tuple[int, int]:
+        """The history span of the k-th exchange (0-based; negative from the end): its user message and every
+        message of the reply, up to the next user message."""
+        users = self.user_positions()
+        if not users or not -len(users) <= k < len(users):
+            raise LocalspecError("there is no such message in this conversation")
+        k %= len(users)
+        stop = users[k + 1] if k + 1 < len(users) else len(self.history)
+        return users[k], stop
+
+    def take_back(self, k: int) -> str:
+        """Remove the k-th exchange and everything after it; returns its user message's text (regenerate sends it
+        again, edit sends it changed)."""
+        with self._lock:
+            start, _ = self.exchange(k)
+            text = str(self.history[start].get("content") or "")
+            self._remove(start, None)
+            return text
+
+    def delete_exchange(self, k: int) -> int:
+        """Delete the k-th exchange (its user message and the reply to it): what the model sees stays a valid
+        conversation. Returns how many messages went."""
+        with self._lock:
+            start, stop = self.exchange(k)
+            self._remove(start, stop)
+            return stop - start
+
+    def _remove(self, start: int, stop: int | None) -> None:
+        history = self.history
+        end = len(history) if stop is None else stop
+        offset = 1 if history and history[0].get("role") == "system" else 0  # the store keeps the system apart
+        recorder = self._recorder
+        if recorder is not None and recorder.id is not None and recorder.error is None:
+            from localspec.conversations import ConversationError
+
+            try:
+                self.conversations.delete_messages(recorder.id, start - offset, end - offset)
+            except ConversationError as exc:
+                recorder.error = str(exc)
+        del history[start:end]
+
+
+def totals_of(turns: list[dict]) -> SessionView:
+    """The session totals of a reopened conversation, from its recorded turns' statistics."""
+    view = SessionView()
+    for turn in turns:
+        st = turn.get("stats") or {}
+        times = st.get("time_s") or {}
+        gen_s = max(float(st.get("wall_s") or 0.0) - float(times.get("prefill") or 0.0), 0.0)
+        view = view.add(StatsView(generated=int(st.get("generated_tokens") or 0), drafted=int(st.get("drafted") or 0),
+                                  accepted=int(st.get("accepted") or 0),
+                                  target_passes=int(st.get("target_passes") or 0)), gen_s)
+    return view
 
 
 class Relay:
@@ -384,6 +527,8 @@ class Relay:
         self._gen_start = 0.0
 
     def live(self) -> StatsView | None:
+        if self.engine is None:  # a remote server: its figures come with the end of the turn
+            return None
         stats = self.engine.last_stats
         if stats is None or stats is not self._gen:
             return None
@@ -395,9 +540,12 @@ class Relay:
 
     def __call__(self, ev) -> None:
         kind = ev.type
-        if kind == "text":
-            if self.engine.last_stats is not self._gen:
-                self._gen, self._gen_start = self.engine.last_stats, time.perf_counter()
+        if kind == "prompt":
+            self.post(ReadingPrompt(ev.done, ev.total, ev.rate))
+        elif kind == "text":
+            last = self.engine.last_stats if self.engine is not None else None
+            if last is not self._gen or last is None:
+                self._gen, self._gen_start = last, time.perf_counter()
             self.batch.add(ev.text, ev.origin, kind=ev.kind, counts=ev.token >= 0)
         elif kind == "tool_call":
             self.batch.flush(pause=True)

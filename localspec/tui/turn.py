@@ -42,6 +42,15 @@ class ToolFinished:
 
 
 @dataclass(frozen=True)
+class ReadingPrompt:
+    """The model is reading its prompt: `done` of `total` tokens to evaluate, at `rate` tokens per second."""
+
+    done: int
+    total: int
+    rate: float | None = None
+
+
+@dataclass(frozen=True)
 class TurnNotice:
     message: str  # something the user should know that is not an error (e.g. a dropped repeated call)
 
@@ -59,7 +68,7 @@ class TurnFailed:
     message: str  # one line for the user
 
 
-TurnEvent = TextChunk | ToolStarted | ToolFinished | TurnNotice | TurnDone | TurnFailed
+TurnEvent = TextChunk | ReadingPrompt | ToolStarted | ToolFinished | TurnNotice | TurnDone | TurnFailed
 
 
 @dataclass

@@ -3,9 +3,9 @@ loop adds tools around it, `serve` maps its events to OpenAI chunks, `localspec 
 
 from localspec.turns.calls import Bounds, new_call_id, parse_calls
 from localspec.turns.engine import TurnEngine
-from localspec.turns.events import CALL, JSON, REASONING, TEXT, Delta, ReasoningWritten, TurnEvent
+from localspec.turns.events import CALL, JSON, REASONING, TEXT, Delta, PromptRead, ReasoningWritten, TurnEvent
 from localspec.turns.request import TurnRequest
 from localspec.turns.result import TurnResult
 
-__all__ = ["Bounds", "CALL", "Delta", "JSON", "REASONING", "ReasoningWritten", "TEXT", "TurnEngine", "TurnEvent",
-           "TurnRequest", "TurnResult", "new_call_id", "parse_calls"]
+__all__ = ["Bounds", "CALL", "Delta", "JSON", "PromptRead", "REASONING", "ReasoningWritten", "TEXT", "TurnEngine",
+           "TurnEvent", "TurnRequest", "TurnResult", "new_call_id", "parse_calls"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import replace
 from typing import Sequence
 
@@ -33,7 +34,7 @@ from localspec.speculative.registry import TARGET
 from localspec.speculative.stats import Stats
 from localspec.turns.calls import (CallStart, call_grammar, constrainable, cut_at_trigger, is_call, list_form,
                                    parse_calls)
-from localspec.turns.events import CALL, JSON, REASONING, TEXT, Delta, Emit, ReasoningWritten
+from localspec.turns.events import CALL, JSON, REASONING, TEXT, Delta, Emit, PromptRead, ReasoningWritten
 from localspec.turns.request import TurnRequest
 from localspec.turns.result import TurnResult
 from localspec.turns.watch import TriggerWatch
@@ -95,7 +96,12 @@ class _Turn:
         """One engine generation, recorded as `phase`; on_event(ev) -> True stops it early."""
         tokens: list[int] = []
         parts: list[str] = []
-        gen = self.engine.stream(prompt, params, constraint=constraint, cancel=self.cancel)
+        t0 = time.perf_counter()
+
+        def reading(done: int, total: int) -> None:
+            self.emit(PromptRead(done, total, time.perf_counter() - t0))
+
+        gen = self.engine.stream(prompt, params, constraint=constraint, cancel=self.cancel, on_prefill=reading)
         try:
             for ev in gen:
                 if ev.token >= 0:

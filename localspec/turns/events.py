@@ -33,5 +33,27 @@ class ReasoningWritten:
     text: str
 
 
-TurnEvent = Union[Delta, ReasoningWritten]
+@dataclass(frozen=True)
+class PromptRead:
+    """How far the prefill of a generation's prompt is: `done` of the `total` tokens it has to evaluate (tokens the
+    cache kept or a saved prefix restored are not counted), `seconds` since it started. Sent before the first batch
+    (done 0) and after each one, so a UI can say "reading prompt: N of M tokens" with a rate while it waits."""
+
+    done: int
+    total: int
+    seconds: float
+
+    @property
+    def rate(self) -> float | None:
+        """Tokens per second so far (None before there is a measure)."""
+        return self.done / self.seconds if self.done and self.seconds > 0 else None
+
+
+def reading_text(done: int, total: int, rate: float | None = None) -> str:
+    """How every front end words a prompt being read (the app's status bar and panel, the CLI's stderr line)."""
+    speed = f" · {rate:,.0f} tok/s" if rate else ""
+    return f"reading prompt: {done:,} of {total:,} tokens{speed}"
+
+
+TurnEvent = Union[Delta, ReasoningWritten, PromptRead]
 Emit = Callable[[TurnEvent], None]

@@ -20,6 +20,9 @@ class TurnResult:
     call_error: str | None = None  # a call that could not be read (cut off by the token limit): not returned
     error: str | None = None  # why the turn could not go on (finish "context": the context window is full)
     prompt_tokens: int = 0
+    first_token_s: float | None = None  # from the start of the turn (rendering included) to its first text; None:
+    # none came, or the runner did not measure it
+    reused_prefix_tokens: int = 0  # prompt tokens the turn did not compute (kept in the cache or restored)
 
     @property
     def text(self) -> str:

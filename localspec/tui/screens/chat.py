@@ -23,9 +23,11 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from localspec.tui.replay import CANCELLED
 from localspec.tui.livestats import StatsView, summary_line
 from localspec.tui.messages import TurnUpdate
-from localspec.tui.turn import TextChunk, ToolFinished, ToolStarted, TurnDone, TurnFailed, TurnNotice
+from localspec.tui.turn import (ReadingPrompt, TextChunk, ToolFinished, ToolStarted, TurnDone, TurnFailed,
+                                TurnNotice)
 from localspec.tui.widgets.message import ChatMessage
 from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.tui.widgets.reasoning import ReasoningBlock
@@ -35,6 +37,8 @@ from localspec.tui.shown import line, note
 
 
 WIDE_COLUMNS = 100  # narrower: the panel folds into one line and the footer keeps only the main keys
+PROMPT_PLACEHOLDER = "Message · Enter sends · Ctrl+J new line · ↑ edits · /tool NAME forces a tool · F1 help"
+READING_FROM = 128  # tokens to read before the wait is worth a status line (a short prompt is read in a blink)
 
 
 def short_path(path: Path) -> str:
@@ -46,22 +50,30 @@ def short_path(path: Path) -> str:
 
 
 class ChatScreen(Screen):
-    # Footer order is this order (then the app's Ctrl+Q, listed here too so it comes before the rest).
+    # Footer order is this order. At 80 columns the footer holds exactly the keys shown here (the palette's own
+    # "^p palette" gives way below WIDE_COLUMNS; F1 and the palette list every key): "esc Stop" takes the place of
+    # "^n New" and "^r Think" while a reply is written, when those two do nothing.
     BINDINGS = [
         Binding("f1", "app.help", "Help"),
         Binding("f2", "app.models", "Models"),
         Binding("f3", "app.settings", "Settings"),
+        Binding("f4", "sessions", "Chats"),
+        Binding("f5", "app.tools", "Tools"),
+        Binding("escape", "cancel", "Stop"),
+        Binding("ctrl+n", "new_chat", "New"),
+        Binding("ctrl+s", "save_transcript", "Save"),
+        Binding("ctrl+r", "toggle_thinking", "Think"),  # reasoning models: think first, or not
         Binding("ctrl+q", "app.quit", "Quit"),
-        Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+c", "interrupt", "Cancel", show=False, priority=True),  # before the prompt's copy
-        Binding("ctrl+n", "new_chat", "New chat"),
-        Binding("ctrl+r", "toggle_thinking", "Thinking", show=False),  # reasoning models: think first, or not
+        Binding("ctrl+g", "regenerate", "Regenerate", show=False),
+        # Priority: the prompt (a TextArea) takes F6 as "select line". Not in the footer (priority would put it
+        # first there): the header says "tools on (F6)".
+        Binding("f6", "toggle_tools", "Tools on/off", show=False, priority=True),
     ]
     # Shown in the footer only when the terminal is wide. Each has a twin that is never shown: check_action turns
     # the shown one off below WIDE_COLUMNS (which hides it), and the key then falls through to its twin.
     _WIDE_ONLY = [("ctrl+t", "toggle_stats", "Stats"), ("ctrl+o", "toggle_origins", "Origins"),
-                  ("ctrl+y", "copy_last", "Copy reply"), ("ctrl+s", "save_transcript", "Export"),
-                  ("f4", "sessions", "Chats")]
+                  ("ctrl+y", "copy_last", "Copy reply")]
     # Ctrl+Y has priority (the prompt, a TextArea, would take it as "redo"), which would put it first in the
     # footer: it is listed in F1 and the palette instead.
     BINDINGS += [Binding(key, action, text, priority=key == "ctrl+y", show=key != "ctrl+y")
@@ -82,6 +94,8 @@ class ChatScreen(Screen):
         self._status = "starting"
         self.narrow = False  # below WIDE_COLUMNS
         self.stats_shown: bool | None = None  # Ctrl+T's choice; None: follow the width
+        self._editing: int | None = None  # the exchange (from the end, -1: the last) a resent message replaces
+        self._title = ""  # the conversation's title, shown in the top bar
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="header"):
@@ -91,8 +105,7 @@ class ChatScreen(Screen):
             yield VerticalScroll(id="log")
             yield StatsPanel(id="stats")
         yield Static(summary_line(None), id="stats-line")
-        yield PromptInput(placeholder="Message · Enter sends · Ctrl+J new line · Esc cancels a reply · F1 help",
-                          id="prompt")
+        yield PromptInput(placeholder=PROMPT_PLACEHOLDER, id="prompt")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -121,16 +134,38 @@ class ChatScreen(Screen):
         panel.summary = line
         if line.display:
             line.update(summary_line(panel.view))
-        self.query_one(Footer).compact = narrow
+        footer = self.query_one(Footer)
+        footer.compact = narrow
+        footer.show_command_palette = not narrow  # at 80 columns the keys need the room
 
     def refresh_header(self) -> None:
         """The right of the top bar: workspace folder, tools on or off, approval mode."""
         session = self.app.session
-        tools = getattr(session, "tools_enabled", session.options.tool_choice != "none")
         folder = session.options.workspace.name if self.narrow else short_path(session.options.workspace)
-        text = (f"{folder} · tools {'on' if tools else 'off'} · approval {session.toolbox.policy.mode} ")
+        tools = "on" if session.tools_on else "off"
+        if session.tools_on and session.next_tool:
+            tools = f"next: {session.next_tool}"
+        key = "" if self.narrow else " (F6)"
+        text = f"{folder} · tools {tools}{key} · approval {session.toolbox.policy.mode} "
         for bar in self.query("#where").results(Static):
             bar.update(line(text))  # a folder name can hold escapes or markup
+
+    def refresh_title(self) -> None:
+        """The conversation's title in the top bar: its saved title (renamed or not), else its first message."""
+        from localspec.conversations.store import title_from
+
+        session = self.app.session
+        title = ""
+        if session.conversations is not None and session.conversation_id is not None:
+            try:
+                title = session.conversations.get(session.conversation_id, messages=False).title
+            except Exception:  # a store that went away: the title is only a label
+                title = ""
+        if not title:
+            first = next((m for m in session.history if m.get("role") == "user"), None)
+            title = title_from(str(first.get("content") or "")) if first else ""
+        self._title = title
+        self.set_status(self._status)
 
     # -- status and bindings --------------------------------------------------------------------------------------
     @property
@@ -142,12 +177,25 @@ class ChatScreen(Screen):
         self._status = status
         info = self.app.session.info
         pair = info.label if info else "no model"
+        title = self._title
+        limit = 24 if self.narrow else 48
+        if len(title) > limit:
+            title = title[:limit - 1].rstrip() + "…"
+        head = f" {title} · " if title else " localspec · "
         for bar in self.query("#topbar").results(Static):  # none yet before the screen is composed
-            bar.update(line(f" localspec · {pair} · {status}"))  # the pair's label comes from file names
+            bar.update(line(f"{head}{pair} · {status}"))  # the title is the user's text, the label file names
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "cancel":
-            return True if self.busy else None  # shown greyed out when there is nothing to cancel
+            return self.busy or self._editing is not None  # hidden when there is nothing to stop
+        if action in ("new_chat", "toggle_thinking"):  # hidden while a reply is written or a message edited: esc
+            return not self.busy and self._editing is None  # (Stop) takes their place in the footer
+        if action in ("edit_message", "regenerate_message", "delete_message"):
+            focused = self.focused
+            role = focused.role if isinstance(focused, ChatMessage) else None
+            if action == "edit_message":
+                return role == "user"
+            return role in ("user", "assistant", "note", "error", "call")
         if action in self.WIDE_ONLY:
             return not self.narrow
         return True
@@ -170,6 +218,11 @@ class ChatScreen(Screen):
         text = event.text.strip()
         if not text:
             return
+        command = text.split(maxsplit=1)[0] if text.startswith("/") else ""
+        if command in ("/tool", "/tools"):  # chat commands; any other "/..." is a message like any other
+            event.prompt.value = ""
+            await self.chat_command(command, text[len(command):].strip())
+            return
         if self.busy:
             self.notify("a reply is still being written: wait, or press Esc to cancel it", severity="warning")
             return
@@ -179,23 +232,195 @@ class ChatScreen(Screen):
         # Keys typed right after Enter may already be in the prompt: keep them, drop only what was sent.
         typed = event.prompt.text
         event.prompt.value = typed[len(event.text):] if typed.startswith(event.text) else typed
+        editing, self._editing = self._editing, None
+        if editing is not None:  # the edited message replaces the original and everything after it
+            self.app.session.take_back(editing)
+            await self.show_conversation(restart=False)
+            self._placeholder()
         await self.send(text)
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str, tool: str | None = None) -> None:
         await self.add_message("user", text)
         self._cancel = threading.Event()
         self.app.turn_cancel = self._cancel
         self.busy = True
-        self._run_turn(text, self._cancel)
+        self._run_turn(text, self._cancel, tool)
+        self.refresh_header()  # a tool set for this message is used now
+        if not self._title:  # a new chat's title is its first message (the store has not seen it yet)
+            from localspec.conversations.store import title_from
+
+            self._title = title_from(text)
+            self.set_status(self._status)
 
     @work(thread=True, group="turn")
-    def _run_turn(self, text: str, cancel: threading.Event) -> None:
-        self.app.session.run_turn(text, lambda ev: self.post_message(TurnUpdate(ev)), cancel)
+    def _run_turn(self, text: str, cancel: threading.Event, tool: str | None = None) -> None:
+        self.app.session.run_turn(text, lambda ev: self.post_message(TurnUpdate(ev)), cancel, tool=tool)
 
     def action_cancel(self) -> None:
         if self._cancel is not None and self.busy:
             self._cancel.set()
             self.set_status("cancelling…")
+        elif self._editing is not None:
+            self._editing = None
+            self.query_one(PromptInput).value = ""
+            self._placeholder()
+
+    # -- chat commands: /tool NAME [message], /tools on|off ---------------------------------------------------
+    async def chat_command(self, command: str, rest: str) -> None:
+        session = self.app.session
+        if command == "/tools":
+            if rest not in ("on", "off"):
+                await self.add_message("note", "/tools on or /tools off: whether this chat offers the tools (F6)")
+                return
+            self.set_tools(rest == "on")
+            return
+        names = session.tool_names()
+        if not rest:
+            await self.add_message("note", "/tool NAME [message]: the next message must call NAME (the model "
+                                           "fills in the arguments). Tools: " + ", ".join(names))
+            return
+        name, _, message = rest.partition(" ")
+        if name not in names:
+            await self.add_message("error", f"no tool {name!r}; the tools are: {', '.join(names)}")
+            return
+        await self.use_tool(name, message.strip())
+
+    async def use_tool(self, name: str, message: str = "") -> None:
+        """Make the next message (or `message`, sent now) call the tool `name`: the agent seen at work with any
+        model, even one too small to choose a tool by itself."""
+        session = self.app.session
+        if message:
+            if self.busy or not session.loaded:
+                self.notify("wait for the reply (or the model) before sending", severity="warning")
+                return
+            await self.send(message, tool=name)
+            return
+        session.next_tool = name
+        if not session.tools_on:
+            self.set_tools(True, quiet=True)
+        self.refresh_header()
+        self.notify(f"your next message calls {name}", timeout=3)
+
+    def set_tools(self, on: bool, *, quiet: bool = False) -> None:
+        session = self.app.session
+        session.tools_on = on
+        if not on:
+            session.next_tool = None
+        self.refresh_header()
+        if not quiet:
+            self.notify("tools on: the model may call the tools" if on else
+                        "tools off for this chat: the model only answers (a short prompt, a fast first token)",
+                        timeout=3)
+
+    def action_toggle_tools(self) -> None:
+        self.set_tools(not self.app.session.tools_on)
+
+    # -- the messages: focus, edit and resend, regenerate, delete --------------------------------------------------
+    def _messages(self) -> list[ChatMessage]:
+        return [m for m in self.query_one("#log").children if isinstance(m, ChatMessage)]
+
+    def on_prompt_input_up_from_empty(self, event: PromptInput.UpFromEmpty) -> None:
+        mine = [m for m in self._messages() if m.role in ("user", "assistant")]
+        if mine:
+            mine[-1].focus()
+            mine[-1].scroll_visible(animate=False)
+
+    def action_step_message(self, delta: int) -> None:
+        messages = self._messages()
+        focused = self.focused
+        if focused not in messages:
+            return
+        i = messages.index(focused) + delta
+        if i >= len(messages):
+            self.action_focus_prompt()
+        elif i >= 0:
+            messages[i].focus()
+            messages[i].scroll_visible(animate=False)
+
+    def action_focus_prompt(self) -> None:
+        self.query_one(PromptInput).focus()
+
+    def _exchange(self, widget) -> int | None:
+        """The exchange (counted from the end: -1 is the last) a widget of the log belongs to: its user message and
+        the reply to it. None above the first user message."""
+        children = list(self.query_one("#log").children)
+        if widget not in children:
+            return None
+        users = [i for i, w in enumerate(children) if isinstance(w, ChatMessage) and w.role == "user"]
+        at = children.index(widget)
+        before = [i for i in users if i <= at]
+        if not before:
+            return None
+        return users.index(before[-1]) - len(users)
+
+    def _editable(self) -> int | None:
+        if self.busy:
+            self.notify("a reply is being written: cancel it (Esc) first", severity="warning")
+            return None
+        k = self._exchange(self.focused)
+        if k is None:
+            self.notify("focus a message of the conversation first (Up from an empty prompt)", severity="warning")
+        return k
+
+    def action_edit_message(self) -> None:
+        k = self._editable()
+        if k is None:
+            return
+        prompt = self.query_one(PromptInput)
+        prompt.value = self.focused.text
+        self._editing = k
+        prompt.placeholder = ""
+        prompt.focus()
+        self.refresh_bindings()
+        self.notify("editing: Enter sends it in place of the original (and of what followed); Esc cancels",
+                    timeout=4)
+
+    def _placeholder(self) -> None:
+        self.query_one(PromptInput).placeholder = PROMPT_PLACEHOLDER
+        self.refresh_bindings()
+
+    async def action_regenerate_message(self) -> None:
+        k = self._editable()
+        if k is not None:
+            await self.regenerate(k)
+
+    async def action_regenerate(self) -> None:
+        """Ctrl+G: write the last reply again."""
+        if self.busy:
+            self.notify("a reply is being written: cancel it (Esc) first", severity="warning")
+            return
+        if not self.app.session.user_positions():
+            self.notify("nothing to regenerate yet", severity="warning")
+            return
+        await self.regenerate(-1)
+
+    async def regenerate(self, k: int) -> None:
+        session = self.app.session
+        if not session.loaded:
+            self.notify("no model is loaded yet", severity="warning")
+            return
+        text = session.take_back(k)
+        await self.show_conversation(restart=False)
+        await self.send(text)
+
+    def action_delete_message(self) -> None:
+        from localspec.tui.screens.sessions import ConfirmScreen
+
+        k = self._editable()
+        if k is None:
+            return
+        start, stop = self.app.session.exchange(k)
+
+        async def done(yes: bool | None) -> None:
+            if yes:
+                gone = self.app.session.delete_exchange(k)
+                await self.show_conversation(restart=False)
+                self.notify(f"deleted {gone} message{'s' if gone != 1 else ''}", timeout=2)
+
+        n = stop - start
+        self.app.push_screen(ConfirmScreen(f"Delete this message and the reply to it ({n} message"
+                                           f"{'s' if n != 1 else ''} of the conversation)? The model will not see "
+                                           "them again.  y: delete · n / Esc: keep"), done)
 
     def cancel_turn(self) -> None:
         if self._cancel is not None:
@@ -215,6 +440,16 @@ class ChatScreen(Screen):
     async def on_turn_update(self, message: TurnUpdate) -> None:
         ev = message.event
         stats = self.query_one(StatsPanel)
+        if isinstance(ev, ReadingPrompt):
+            from localspec.turns.events import reading_text
+
+            if ev.total >= READING_FROM:  # narrow: the figures are on the summary line below, not in the top bar
+                self.set_status("reading prompt… (Esc cancels)" if self.narrow else
+                                reading_text(ev.done, ev.total, ev.rate) + " (Esc cancels)")
+                stats.reading(ev.done, ev.total, ev.rate)
+            return
+        if self.busy and self._status.startswith("reading prompt"):
+            self.set_status("generating… (Esc cancels)")
         if isinstance(ev, TextChunk) and ev.kind == "reasoning":
             if self._thinking is None:
                 await self._close_current()
@@ -250,7 +485,7 @@ class ChatScreen(Screen):
             stats.show(ev.stats, final=True)
             stats.show_totals(self.app.session.totals)
             if ev.cancelled:
-                await self.add_message("note", "cancelled: the reply so far is kept")
+                await self.add_message("note", CANCELLED)
             elif ev.finish_reason in ("length", "max_steps"):
                 if ev.finish_reason == "length":
                     await self.add_message("note", f"stopped at the token limit ({self.app.session.max_tokens} "
@@ -258,9 +493,11 @@ class ChatScreen(Screen):
                 else:
                     await self.add_message("note", "stopped at the step limit")
             self.busy = False
+            self.refresh_title()
+            self.refresh_header()
         elif isinstance(ev, TurnFailed):
             await self._close_current()
-            await self.add_message("error", ev.message)
+            await self.add_message("error", ev.message + "  (Ctrl+G tries again)")
             self.busy = False
 
     def show_stats(self, view: StatsView, rates: list[float] = ()) -> None:
@@ -294,13 +531,7 @@ class ChatScreen(Screen):
     def action_narrow_copy_last(self) -> None:
         self.action_copy_last()
 
-    def action_narrow_save_transcript(self) -> None:
-        self.action_save_transcript()
-
     def action_sessions(self) -> None:
-        self.app.action_sessions()
-
-    def action_narrow_sessions(self) -> None:
         self.app.action_sessions()
 
     def last_reply(self) -> str | None:
@@ -340,8 +571,9 @@ class ChatScreen(Screen):
 
         self.app.push_screen(ExportScreen(conv), exported)
 
-    async def show_conversation(self) -> None:
-        """Redraw the log from the session's history (a reopened or a deleted conversation) and restart the totals."""
+    async def show_conversation(self, *, restart: bool = True) -> None:
+        """Redraw the log from the session's history (a reopened, deleted or edited conversation); `restart`: it
+        is another conversation, so the panel's turn figures go and its totals are that conversation's."""
         from localspec.tui.replay import show_history
 
         self._cards.clear()
@@ -350,8 +582,15 @@ class ChatScreen(Screen):
         await log.remove_children()
         await show_history(log, [m for m in self.app.session.history if m.get("role") != "system"],
                            origins=self.origins)
-        self.query_one(StatsPanel).show_totals(self.app.session.totals)
+        panel = self.query_one(StatsPanel)
+        if restart:
+            panel.reset()
+            self._editing = None
+            self._placeholder()
+        panel.show_totals(self.app.session.totals)
         log.scroll_end(animate=False)
+        self.refresh_title()
+        self.refresh_header()
 
     def action_toggle_thinking(self) -> None:
         session = self.app.session
@@ -365,6 +604,12 @@ class ChatScreen(Screen):
             return
         self.app.session.reset()
         self._cards.clear()
+        self._editing = None
+        self._placeholder()
         await self.query_one("#log").remove_children()
-        self.query_one(StatsPanel).show_totals(self.app.session.totals)  # reset() restarted them
+        panel = self.query_one(StatsPanel)
+        panel.reset()  # no turn of the new conversation has run: the last one's figures are not its own
+        panel.show_totals(self.app.session.totals)  # reset() restarted them
+        self.refresh_title()
+        self.refresh_header()
         self.notify("new conversation", timeout=2)

@@ -19,20 +19,30 @@ KEYS = [
     ("Ctrl+J", "new line in the message, in every terminal (Shift+Enter and Alt+Enter too where the terminal "
                "reports them apart from Enter: kitty, WezTerm, foot, Ghostty; in others they send)"),
     ("paste", "inserts every pasted line into the message; nothing is sent until Enter"),
-    ("Esc, Ctrl+C", "cancel the reply being written; its text so far is kept (Ctrl+C with nothing running "
-                    "only reminds you that Ctrl+Q quits)"),
+    ("Esc, Ctrl+C", "cancel the reply being written; its text so far is kept, marked cancelled (Ctrl+C with "
+                    "nothing running only reminds you that Ctrl+Q quits)"),
+    ("Ctrl+G", "write the last reply again (after a cancelled or failed one, or one you did not like)"),
+    ("↑ (empty prompt)", "focus the last message; ↑/↓ move between messages: e edits one of yours and sends it "
+                         "again in place of it and what followed, r regenerates its reply, d deletes it with its "
+                         "reply, c copies it, Esc goes back to the prompt"),
+    ("/tool NAME [message]", "the next message (or this one) must call the tool NAME: the agent at work with any "
+                             "model; /tool alone lists the tools"),
+    ("F6, /tools on|off", "tools on or off for this chat (off: no tool definitions in the prompt, a faster first "
+                          "token); new chats follow tools.enabled in the settings"),
     ("F1", "this help"),
-    ("F2", "models: download (p), use (Enter or u), set the default (s)"),
-    ("F3", "settings: config.toml, and this conversation's system prompt, temperature and max tokens"),
-    ("F4", "saved conversations: open (Enter), rename (r), delete (d), search titles (/)"),
+    ("F2", "models: download (p), use (Enter or u), set the default (s); Home/End first and last"),
+    ("F3", "settings: config.toml (context size, threads, drafters, the backend: local or an OpenAI-compatible "
+           "server), and this conversation's system prompt, temperature and max tokens"),
+    ("F4", "saved conversations: open (Enter), rename (r), delete (d), search titles and messages (/; Esc or ↓ "
+           "back to the list), Home/End first and last"),
     ("F5", "tools: built-in and MCP servers' tools, each server's state; Space switches a server off for the session"),
     ("Ctrl+N", "new conversation (the current one stays saved: F4 reopens it)"),
     ("Ctrl+R", "reasoning models: think before answering, or not (default: reasoning.thinking in settings)"),
     ("Ctrl+T", "statistics panel on or off (below 100 columns it folds into a one-line summary)"),
     ("Ctrl+O", "colour each token by who proposed it (legend in the panel)"),
     ("Ctrl+Y", "copy the last reply (c copies a focused message)"),
-    ("Ctrl+S", "export the conversation as Markdown or JSON, to a path you choose (default: exports/ in the data "
-               "folder)"),
+    ("Ctrl+S", "save (export) the conversation as Markdown or JSON, to a path you choose (default: exports/ in "
+               "the data folder)"),
     ("Ctrl+P", "command palette: every command, including the approval mode"),
     ("Ctrl+Q", "quit"),
 ]
@@ -45,14 +55,22 @@ FIGURES = [
                "last pass that only finds the end of the reply is not counted."),
     ("tokens / pass", "tokens ÷ passes: 1.00 without speculation, higher when drafted tokens were accepted, never "
                       "below 1."),
-    ("acceptance", "drafted tokens the target accepted ÷ tokens drafted."),
+    ("acceptance", "drafted tokens the target accepted ÷ tokens drafted (– when nothing was drafted)."),
     ("tokens / s", "tokens ÷ generation time, from the first token (prompt processing excluded); the sparkline "
                    "plots it over the turn."),
     ("est. speedup", "how many times faster than the target model alone: tokens × what one token costs with the "
                      "target alone (a single-token pass, judging its row and the loop's own time, measured on this "
-                     "machine during the reply) ÷ the reply's generation time, drafting included (so the target "
-                     "alone is 1.00x). Never above tokens / pass (a batched pass costs at least a single-token one). "
-                     "Below 1.0x speculation costs more than it saves, and the panel says what to try."),
+                     "machine during the reply) ÷ the reply's generation time, drafting and every drafted pass at "
+                     "its measured cost included. Exactly 1.00x when nothing was drafted (that was the target "
+                     "alone); – until a step has been measured. Never above tokens / pass (a batched pass costs at "
+                     "least a single-token one). When drafting costs more than it saves, the panel says what to "
+                     "try; a drafter that switched itself off is listed with its reason."),
+    ("first token", "how long the turn waited for its first token (the prompt rendered and read, and the first "
+                    "pass), and how many prompt tokens were not read again: kept from the last prompt or restored "
+                    "from the saved system prompt and tool definitions. While a long prompt is read, the panel says "
+                    "\"reading prompt: N of M tokens\" with the rate."),
+    ("measured by", "with a remote backend: the server that reported the figures (llama-server, vLLM, localspec); "
+                    "what it does not report shows as –."),
     ("drafted / accepted", "per drafting source (draft model, schema, history, n-gram): tokens it proposed, and "
                            "how many the target kept."),
     ("Session", "the same figures summed over the turns of this conversation (a new conversation restarts them)."),

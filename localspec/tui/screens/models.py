@@ -28,12 +28,15 @@ from localspec.models.registry import load_registry
 from localspec.models.resolve import DEMO, DEMO_DESCRIPTION, demo_model_path, demo_selection
 from localspec.tui.messages import PullFinished, PullProgress
 from localspec.tui.shown import line, note, prose
+from localspec.tui.widgets.rowtable import RowTable
 
 LEGEND = "●: the pair in use · ★: the default pair (loaded at start; s sets it)"
-FIRST_RUN = ("Welcome to localspec. The small demo model (SmolLM2-135M, no draft model) is installed and loading, so "
-             "you can chat at once: press Esc, or Enter on the demo row. For better answers and real speculation, "
-             "download a pair below: select it and press p, then Enter to use it. The pair you pick becomes the "
-             "default, and this screen does not open by itself again.")
+FIRST_RUN = ("Welcome to localspec. The demo model (SmolLM2-135M, no draft model) is installed and loading: Esc "
+             "chats with it now. It can: short answers, and the whole app at work (statistics, saved chats, "
+             "approvals). It cannot: choose a tool by itself, or be trusted with facts or code. To see the agent "
+             "work anyway, force a call: /tool list_dir what is here? (or /tool run_shell list the files: it asks "
+             "before running). For real agent work download qwen3-1.7b (2.5 GB, a laptop CPU is enough): select it "
+             "below, p, then Enter. The pair you use becomes the default; this screen does not open by itself again.")
 _PROGRESS_EVERY = 0.1  # seconds between progress messages per file (the hub reports every chunk)
 
 
@@ -62,9 +65,9 @@ class ModelsScreen(Screen):
         with VerticalScroll(id="models-body"):
             yield Label("Model pairs  (Enter/u: use · p: download · s: set default)", classes="heading")
             yield Static(LEGEND, id="models-legend")
-            yield DataTable(id="pairs", cursor_type="row", zebra_stripes=True)
+            yield RowTable(id="pairs", cursor_type="row", zebra_stripes=True)
             yield Label("Installed files", classes="heading")
-            yield DataTable(id="files", cursor_type="row", zebra_stripes=True)
+            yield RowTable(id="files", cursor_type="row", zebra_stripes=True)
             yield Vertical(id="downloads")
         yield Footer()
 

@@ -16,8 +16,9 @@ from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from localspec.conversations import ConversationError
 from localspec.tui.shown import line, note
+from localspec.tui.widgets.rowtable import RowTable
 
-HELP = "Enter opens · r renames · d deletes · / searches titles · Esc goes back"
+HELP = "Enter opens · r renames · d deletes · / searches titles and messages · Esc goes back"
 
 
 class SessionsScreen(Screen):
@@ -41,8 +42,8 @@ class SessionsScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Label("Saved conversations", classes="heading")
         yield Static(HELP, id="sessions-help")
-        yield Input(placeholder="Search titles", id="sessions-search")
-        yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+        yield Input(placeholder="Search titles and messages (/)", id="sessions-search")
+        yield RowTable(id="sessions", cursor_type="row", zebra_stripes=True)
         yield Static("", id="sessions-empty")
         yield Footer()
 
@@ -84,7 +85,7 @@ class SessionsScreen(Screen):
                           line(c.pair or "-", 60), line(c.id), key=c.id)
             self.ids.append(c.id)
         if not convs:
-            empty.update(line(f"No conversation has {search!r} in its title.") if search else
+            empty.update(line(f"No conversation has {search!r} in its title or messages.") if search else
                          "No saved conversations yet: each chat is saved from its first message.")
         else:
             empty.update("")
@@ -110,10 +111,18 @@ class SessionsScreen(Screen):
 
     def action_back(self) -> None:
         search = self.query_one("#sessions-search", Input)
-        if search.has_focus and search.value:
-            search.value = ""  # first Esc clears the search
+        if search.has_focus:  # Esc in the search: clear it, and the list takes the keys again
+            search.value = ""
+            self.query_one(DataTable).focus()
             return
         self.app.pop_screen()
+
+    def on_key(self, event) -> None:
+        """Down (or Up) in the search goes to the list, as Enter does: the keys that move in a list work there."""
+        search = self.query_one("#sessions-search", Input)
+        if search.has_focus and event.key in ("down", "up"):
+            event.stop()
+            self.query_one(DataTable).focus()
 
     def action_rename(self) -> None:
         cid = self.selected()

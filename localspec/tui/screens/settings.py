@@ -32,13 +32,18 @@ HELP = {
     "draft_gpu_layers": "draft layers on the GPU (-1 all; empty: pair hint)",
     "draft_max": "most tokens drafted per step (empty: pair hint)",
     "draft_p_min": "stop drafting below this draft probability (empty: pair hint)",
-    "ctx_size": "context window in tokens (empty: 8192, or what the model was trained on); on the next load",
-    "threads": "CPU threads (empty or 0: one per core, but one for the app); on the next load",
+    "ctx_size": "context window in tokens (empty: 8192, or what the model was trained on); saving reloads the pair",
+    "threads": "CPU threads (empty or 0: one per core, but one for the app); saving reloads the pair",
     "approval": "ask: writes and shell need approval · read-only · auto: run everything",
     "theme": "colour theme of this app",
     "sampling.temperature": "0: greedy (exactly the target's own output); higher: more varied",
     "sampling.seed": "empty: random",
     "reasoning.thinking": "reasoning models think before answering (Ctrl+R switches it in the chat)",
+    "tools.enabled": "new chats offer the tools to the model (F6 switches this chat's)",
+    "backend.kind": "local: llama.cpp here · openai: an OpenAI-compatible server (the URL below)",
+    "backend.base_url": "the server's API root, e.g. http://localhost:8080/v1",
+    "backend.model": "model name on the server (empty: the first it lists)",
+    "backend.api_key": "bearer token for the server (empty: none, or OPENAI_API_KEY)",
     **{d.config_key: d.summary for d in registry.DRAFTERS},
 }
 MAX_TOKENS_LIMIT = 1_000_000
@@ -208,7 +213,7 @@ class SettingsScreen(Screen):
             error.display = True
             return
         error.display = False
-        self.notify("settings saved; model settings apply when a pair is next loaded", timeout=3)
+        self.notify("settings saved (a changed context size, threads or drafters reload the pair now)", timeout=3)
         self.dismiss()
 
     def action_close(self) -> None:

@@ -21,7 +21,14 @@ MARKDOWN_ROLES = ("assistant",)
 
 
 class ChatMessage(Vertical, can_focus=True):
-    BINDINGS = [Binding("c", "copy", "Copy message")]
+    # On a focused message (Up from an empty prompt): the chat screen's actions on the exchange it belongs to.
+    BINDINGS = [Binding("c", "copy", "Copy"),
+                Binding("e", "screen.edit_message", "Edit"),
+                Binding("r", "screen.regenerate_message", "Regenerate"),
+                Binding("d", "screen.delete_message", "Delete"),
+                Binding("up", "screen.step_message(-1)", "Previous", show=False),
+                Binding("down", "screen.step_message(1)", "Next", show=False),
+                Binding("escape", "screen.focus_prompt", "Back to the prompt")]
 
     def __init__(self, role: str, text: str = "", *, origins: bool = False) -> None:
         super().__init__(classes=f"message {role}")

@@ -36,6 +36,9 @@ class PromptInput(TextArea):
         def control(self) -> "PromptInput":
             return self.prompt
 
+    class UpFromEmpty(Message):
+        """Up in an empty prompt: the chat moves the focus to the last message (to edit, regenerate, delete it)."""
+
     def __init__(self, *, placeholder: str = "", id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
                          highlight_cursor_line=False, placeholder=placeholder, compact=False)
@@ -51,6 +54,11 @@ class PromptInput(TextArea):
         self.move_cursor(self.document.end)
 
     async def _on_key(self, event: events.Key) -> None:
+        if event.key == "up" and not self.text:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.UpFromEmpty())
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()

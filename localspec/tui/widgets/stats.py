@@ -29,14 +29,26 @@ def turn_table(v: StatsView | None) -> Table:
     if v is None:
         t.add_row("no generation yet", "")
         return t
-    t.add_row("acceptance", f"{100 * v.acceptance_rate:.1f}%")
+    t.add_row("acceptance", v.acceptance_text)
     t.add_row("tokens / pass", f"{v.mean_accepted_length:.2f}" if v.target_passes else "–")
     t.add_row("tokens / s", f"{v.tokens_per_second:.1f}")
-    t.add_row("est. speedup", f"{v.estimated_speedup:.2f}x" if v.estimated_speedup else "–")
-    t.add_row("tokens", f"{v.generated} in {v.target_passes} passes")
+    t.add_row("est. speedup", v.speedup_text)
+    t.add_row("tokens", f"{v.generated} in {v.target_passes} passes" if v.target_passes else str(v.generated))
+    if v.first_token_s is not None:
+        cached = f" ({v.reused_prefix_tokens:,} cached)" if v.reused_prefix_tokens else ""
+        t.add_row("first token", f"{v.first_token_s:.2f} s{cached}")
+    if v.source:
+        t.add_row("measured by", v.source)
     if v.finish_reason:
         t.add_row("finished", v.finish_reason)
     return t
+
+
+def switched_off_text(v: StatsView | None) -> str | None:
+    """Drafters resting for now and why, under the drafter table (None: every drafter is on)."""
+    if v is None or not v.switched_off:
+        return None
+    return "\n".join(f"{LABELS.get(n, n)} off: {why}" for n, why in sorted(v.switched_off.items()))
 
 
 def drafter_table(v: StatsView | None) -> Table:
@@ -48,7 +60,7 @@ def drafter_table(v: StatsView | None) -> Table:
     for name, (drafted, accepted) in sorted((v.drafters if v else {}).items()):
         t.add_row(Text(LABELS.get(name, name), style=colour(name)), str(drafted), str(accepted))
     if not v or not v.drafters:
-        t.add_row(Text("none yet", style="dim"), "", "")
+        t.add_row(Text("none yet" if v is None else "nothing drafted", style="dim"), "", "")
     return t
 
 
@@ -56,7 +68,7 @@ def totals_table(s: SessionView) -> Table:
     t = _grid()
     t.add_row("turns", str(s.turns))
     t.add_row("tokens", str(s.generated))
-    t.add_row("acceptance", f"{100 * s.acceptance_rate:.1f}%")
+    t.add_row("acceptance", f"{100 * s.acceptance_rate:.1f}%" if s.drafted else "–")
     t.add_row("tokens / pass", f"{s.mean_accepted_length:.2f}" if s.target_passes else "–")
     t.add_row("tokens / s", f"{s.tokens_per_second:.1f}")
     return t
@@ -76,6 +88,7 @@ class StatsPanel(VerticalScroll):
         self._drawn = 0.0
         self._pending = False
         self._hint: str | None = None
+        self._off: str | None = None
         self.summary: Static | None = None  # the one-line form shown instead of the panel (narrow terminals)
 
     def compose(self) -> ComposeResult:
@@ -83,6 +96,7 @@ class StatsPanel(VerticalScroll):
         yield Static(turn_table(None), id="turn-stats")
         yield Static("", id="slow-hint")
         yield Static(drafter_table(None), id="drafter-stats")
+        yield Static("", id="switched-off")
         yield Label("tokens / s", classes="heading")
         yield Sparkline([], id="spark")
         yield Label("Session", classes="heading")
@@ -112,9 +126,32 @@ class StatsPanel(VerticalScroll):
             box.update(hint or "")
             box.display = hint is not None
         self.query_one("#drafter-stats", Static).update(drafter_table(self.view))
+        off = switched_off_text(self.view)
+        if off != self._off:
+            self._off = off
+            box = self.query_one("#switched-off", Static)
+            box.update(off or "")
+            box.display = off is not None
         self.query_one(Sparkline).data = list(self.rates)
         if self.summary is not None and self.summary.display:
             self.summary.update(summary_line(self.view))
+
+    def reset(self) -> None:
+        """A new or reopened conversation: no turn of it has run here yet."""
+        self.view = None
+        self.rates.clear()
+        if self.query("#turn-stats"):  # composed (else it draws from the empty view when it is)
+            self._redraw(time.monotonic())
+
+    def reading(self, done: int, total: int, rate: float | None) -> None:
+        """The prompt is being read: say so where the turn's figures will be."""
+        from localspec.turns.events import reading_text
+
+        t = _grid()
+        t.add_row(reading_text(done, total, rate), "")
+        self.query_one("#turn-stats", Static).update(t)
+        if self.summary is not None and self.summary.display:
+            self.summary.update(reading_text(done, total, rate) + " · ^t panel")
 
     def show_totals(self, totals: SessionView) -> None:
         self.totals = totals

@@ -1,0 +1,71 @@
+"""The agent loop with its turns on a remote OpenAI-compatible server (issue 28, part 3): tool calls the server
+makes run here, under the same approvals, MCP servers' tools included. The server is localspec's own (`serve`, on the
+tiny GGUF), which holds any model to a forced call: llama-server is tested in tests/test_remote_llama_server.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.mcp.conftest import stdio_server, write_mcp_config
+from tests.test_agent_cli import localspec
+from tests.serve_helpers import running_server
+
+
+@pytest.fixture(scope="module")
+def server(chat_pair):  # noqa: F811
+    with running_server(chat_pair[0], n_ctx=8192) as (url, _):
+        yield url + "/v1"
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("buy milk\n")
+    return ws
+
+
+def agent(server, workspace, home, *args) -> dict:
+    proc = localspec("run", "please", "--tools", "--backend", "openai", "--base-url", server, "--workspace",
+                     workspace, "--max-steps", "2", "--max-tokens", "24", "--call-max-tokens", "64", "--json", *args,
+                     home=home)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_forced_call_is_made_there_and_run_here(server, workspace, tmp_path):
+    out = agent(server, workspace, tmp_path / "home", "--tool-names", "read_file,list_dir", "--tool-choice",
+                "list_dir", "--approve", "auto")
+    call = out["tool_calls"][0]
+    assert call["name"] == "list_dir"  # a named tool_choice reached the server
+    if call["ok"]:
+        assert "notes.txt" in call["content"]  # the tool ran here, in the workspace
+    assert out["steps"] == 2 and out["stats"]["source"] == "localspec"  # the server's own figures
+
+
+def test_approvals_apply_to_the_servers_calls(server, workspace, tmp_path):
+    out = agent(server, workspace, tmp_path / "home", "--tool-names", "write_file,list_dir", "--tool-choice",
+                "write_file", "--approve", "never")
+    call = out["tool_calls"][0]
+    assert call["name"] == "write_file" and not call["ok"] and "denied" in call["error"]
+    assert sorted(p.name for p in workspace.iterdir()) == ["notes.txt"]  # nothing written
+
+
+def test_mcp_tools_are_offered_to_the_server_and_run_here(server, workspace, tmp_path, notes):
+    mcp = write_mcp_config(tmp_path / "mcp.json", {"notes": stdio_server(notes)})
+    out = agent(server, workspace, tmp_path / "home", "--mcp-config", mcp, "--tool-names", "read_note,list_dir",
+                "--tool-choice", "read_note", "--approve", "auto")
+    call = out["tool_calls"][0]
+    assert call["name"] == "read_note"
+    text = call["content"] if call["ok"] else call["error"]
+    assert call["ok"] and "buy milk" in text or "no note called" in text or "bad note name" in text  # it answered
+
+
+@pytest.fixture
+def notes(tmp_path):
+    d = tmp_path / "notes"
+    d.mkdir()
+    (d / "todo.txt").write_text("buy milk\n", encoding="utf-8")
+    return d
