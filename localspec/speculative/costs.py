@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from localspec.runtime.timing import steady_state
@@ -29,6 +30,33 @@ CALIBRATION = ((1, 1), (1, 1), (2, 2), (4, 4), (8, 8), (16, 16), (32, 32), (16, 
 REFIT_EVERY = 8  # observations between refits: a fit costs well under a millisecond, a pass several
 
 
+@dataclass(frozen=True)
+class PassCurve:
+    """A pass's price by its row count: measured row counts, each one's seconds with one logits row (what
+    llama-bench's `pp k` times), and what each logits row beyond the first adds."""
+
+    rows: tuple[int, ...]  # ascending, at least two
+    seconds: tuple[float, ...]
+    logits_row_s: float = 0.0
+
+    def pass_s(self, rows: int, logit_rows: int | None = None) -> float:
+        """Seconds for one pass of `rows` tokens asking logits for `logit_rows` of them (default: all). Between
+        measured row counts, linear; beyond the largest, its last segment's slope (never falling)."""
+        xs, ys = self.rows, self.seconds
+        lr = rows if logit_rows is None else logit_rows
+        if rows > xs[-1]:
+            slope = max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
+            base = ys[-1] + slope * (rows - xs[-1])
+        else:
+            base = interpolate(xs, ys, rows)
+        return max(base + self.logits_row_s * (lr - 1), 0.0)
+
+    def marginal_row_s(self, k: int) -> float:
+        """What the k-th row of a pass adds, its logits included (k >= 2; never negative: a pass of 2 rows can
+        cost less than a single step on a GPU, which buys no row for free)."""
+        return max(self.pass_s(k, k) - self.pass_s(k - 1, k - 1), 0.0)
+
+
 class CostModel:
     def __init__(self, window: int = 32):
         # Each (rows, logits rows) shape keeps its latest `window` timings: the run keeps re-pricing the shapes it
@@ -38,8 +66,7 @@ class CostModel:
         self._medians: dict[tuple[int, int], float] = {}
         self._stale: set[tuple[int, int]] = set()
         self._coef: tuple[float, float, float] | None = None
-        self._xs: list[int] = []  # row counts measured
-        self._ys: list[float] = []  # a pass of that many rows with one logits row, in seconds
+        self._curve: PassCurve | None = None
         self._dirty = 0
         self._single: float | None = None  # single_token_s, until the next observation
 
@@ -83,8 +110,8 @@ class CostModel:
             vals, ws = by_rows.setdefault(k[0], ([], []))
             vals.append(self._medians[k] - c2 * (k[1] - 1))
             ws.append(w * w)
-        self._xs = sorted(by_rows)
-        self._ys = [max(weighted_median(*by_rows[n]), 0.0) for n in self._xs]
+        xs = sorted(by_rows)
+        self._curve = PassCurve(tuple(xs), tuple(max(weighted_median(*by_rows[n]), 0.0) for n in xs), c2)
 
     # -- prices ---------------------------------------------------------------------------------------------------
     @property
@@ -97,26 +124,18 @@ class CostModel:
 
     def pass_s(self, rows: int, logit_rows: int | None = None) -> float:
         """Seconds for one pass of `rows` tokens asking logits for `logit_rows` of them (default: all); 0.0 before
-        anything is measured. Between measured row counts, linear; beyond the largest, its last segment's slope."""
-        if self._coef is None:
-            return 0.0
-        lr = rows if logit_rows is None else logit_rows
-        xs, ys = self._xs, self._ys
-        if rows > xs[-1]:
-            slope = max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
-            base = ys[-1] + slope * (rows - xs[-1])
-        else:
-            base = interpolate(xs, ys, rows)
-        return max(base + self._coef[2] * (lr - 1), 0.0)
+        anything is measured (PassCurve.pass_s)."""
+        return self._curve.pass_s(rows, logit_rows) if self._curve is not None else 0.0
 
     def marginal_row_s(self, k: int) -> float:
-        """What the k-th row of a pass adds, its logits included (k >= 2; never negative: a pass of 2 rows can
-        cost less than a single step on a GPU, which buys no row for free)."""
-        return max(self.pass_s(k, k) - self.pass_s(k - 1, k - 1), 0.0) if k >= 2 else self.single_token_s()
+        """What the k-th row of a pass adds, its logits included (PassCurve.marginal_row_s); for k = 1, a step."""
+        if k < 2 or self._curve is None:
+            return self.single_token_s() if k < 2 else 0.0
+        return self._curve.marginal_row_s(k)
 
     def pass_curve(self) -> list[tuple[int, float]]:
         """[(rows, seconds for a pass of that many rows with one logits row)] as measured (for reports)."""
-        return list(zip(self._xs, self._ys))
+        return list(zip(self._curve.rows, self._curve.seconds)) if self._curve is not None else []
 
     def single_token_s(self) -> float:
         """One plain decoding step (1 token, 1 logit row): its own median. Kept until the next observation: the

@@ -65,9 +65,10 @@ class SpecEngine:
     """Speculative decoding on one target context with an optional drafter (a model, or a hybrid of several)."""
 
     def __init__(self, target: Context, drafter: Drafter | None = None, *, cost_model: CostModel | None = None,
-                 calibrate: bool = True):
+                 calibrate: bool = True, draft_ctx: Context | None = None):
         self.target = target
         self.drafter = drafter
+        self.draft_ctx = draft_ctx  # the draft model's context, if a drafter runs one: its decodes go in the stats
         self.costs = cost_model or CostModel()
         self._calibrate = calibrate
         self.totals = Stats()
@@ -99,6 +100,8 @@ class SpecEngine:
         if len(prompt) >= ctx.n_ctx:
             raise ContextOverflowError(f"prompt of {len(prompt)} tokens does not fit the {ctx.n_ctx}-token context")
         counted_at = None
+        dctx = self.draft_ctx
+        draft_mark = (dctx.shapes.copy(), dctx.decode_s) if dctx is not None else None
         try:
             stats.prefill_tokens = ctx.prefill(prompt)
             stats.prefill_s = time.perf_counter() - t_start
@@ -106,9 +109,9 @@ class SpecEngine:
             pending = self._policy(params.sampling, constraint, stats).pick(ctx.logits(-1), run.rng)
             stats.target_passes += 1
             counted_at = 0  # generated_tokens when the latest pass was counted (see the `finally`)
-            if self._calibrate and not self.costs.ready:
+            if self._calibrate and not self.costs.measured.ready:
                 t_cal = time.perf_counter()
-                self.costs.calibrate(ctx)
+                self.costs.measured.calibrate(ctx)
                 t_start += time.perf_counter() - t_cal  # calibration is not part of this generation's time
             while True:
                 # The target's own token: not yet on the grammar (drafted tokens were consumed as they were verified).
@@ -138,7 +141,10 @@ class SpecEngine:
             if counted_at == stats.generated_tokens and stats.target_passes:
                 stats.target_passes -= 1  # the last pass only found the end: a pass counts when it emits a token
             stats.wall_s = time.perf_counter() - t_start
-            stats.target_token_s = self.costs.single_token_s()
+            stats.target_token_s = self.costs.measured.single_token_s()  # this machine's, whatever prices the policy
+            if draft_mark is not None:
+                stats.draft_shapes = dctx.shapes - draft_mark[0]
+                stats.draft_decode_s = dctx.decode_s - draft_mark[1]
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             self.totals.merge(stats)
 
@@ -221,7 +227,9 @@ class SpecEngine:
         flags = [not f for f in draft.forced] + [draft.next_forced is None]
         ctx.decode([last] + draft.tokens, flags)
         t_decode = time.perf_counter() - t0
-        self.costs.observe(len(draft) + 1, sum(flags), t_decode)
+        rows = sum(flags)
+        self.costs.observe(len(draft) + 1, rows, t_decode)
+        stats.pass_shapes[(len(draft) + 1, rows)] += 1
         stats.decode_s += t_decode
         stats.target_passes += 1
         verdict = verify(draft, ctx.logits, self._policy(sampling, constraint, stats), rng)
