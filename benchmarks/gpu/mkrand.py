@@ -2,12 +2,16 @@
 """Write a llama-architecture GGUF with random weights of a real model's shape and a real tokenizer.
 
     python benchmarks/gpu/mkrand.py OUT.gguf VOCAB.gguf N_EMBD N_LAYER N_HEAD N_KV N_FF [q4_0|q8_0]
+                                    [OUT2.gguf N_EMBD N_LAYER N_HEAD N_KV N_FF q4_0|q8_0]...
 
 Why random weights: a GPU machine without network has no model files, and timing needs only the shapes (its text
 is noise; drafts from n-gram lookup are accepted more than on real text, so acceptance figures mean nothing). The
 tokenizer and chat template are copied from VOCAB.gguf (llama.cpp ships vocab-only files such as
 models/ggml-vocab-qwen2.gguf; any GGUF with a tokenizer will do). Weights come from one bank of random quantized
 blocks tiled over every tensor: fast to write, never zero, scales chosen so activations stay finite.
+
+Several models from one vocabulary in one call: reading Qwen2's 152k-token vocabulary takes gguf's reader about a
+minute on a busy 2-core machine, so it is read once.
 
 Shapes used by benchmarks/gpu/run.sh: an 8B llama-3 shape `4096 32 32 8 14336 q4_0`, a 0.5B draft shape
 `896 24 14 2 4864 q8_0`.
@@ -39,7 +43,16 @@ def bank(rng: np.random.Generator, qtype: Q, scale: float) -> np.ndarray:
     return b
 
 
-def write(out: str, vocab_path: str, n_embd: int, n_layer: int, n_head: int, n_kv: int, n_ff: int,
+def read_vocab(vocab_path: str) -> list:
+    """The tokenizer's GGUF fields (key, value, type, sub-type) of VOCAB.gguf."""
+    r = GGUFReader(vocab_path)
+    if "tokenizer.ggml.tokens" not in r.fields:
+        raise ValueError(f"{vocab_path} has no tokenizer")
+    return [(k, f.contents(), f.types[0], f.types[1] if len(f.types) > 1 else None)
+            for k, f in r.fields.items() if k.startswith("tokenizer.")]
+
+
+def write(out: str, vocab: list, n_embd: int, n_layer: int, n_head: int, n_kv: int, n_ff: int,
           quant: str = "q4_0") -> str:
     if quant not in ("q4_0", "q8_0"):
         raise ValueError(f"quantization must be q4_0 or q8_0, not {quant!r}")
@@ -47,10 +60,7 @@ def write(out: str, vocab_path: str, n_embd: int, n_layer: int, n_head: int, n_k
     if n_embd % n_head or n_head % n_kv or n_embd % BLOCK or n_ff % BLOCK:
         raise ValueError("N_EMBD must divide by N_HEAD and by 32, N_HEAD by N_KV, N_FF by 32")
     rng = np.random.default_rng(0)
-    r = GGUFReader(vocab_path)
-    if "tokenizer.ggml.tokens" not in r.fields:
-        raise ValueError(f"{vocab_path} has no tokenizer")
-    n_vocab = len(r.fields["tokenizer.ggml.tokens"].data)
+    n_vocab = len(next(v for k, v, *_ in vocab if k == "tokenizer.ggml.tokens"))
     w = GGUFWriter(out, "llama")
 
     def qtensor(name: str, rows: int, cols: int, scale: float) -> None:
@@ -68,10 +78,8 @@ def write(out: str, vocab_path: str, n_embd: int, n_layer: int, n_head: int, n_k
     w.add_rope_freq_base(1e6)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_file_type(2 if qtype == Q.Q4_0 else 7)  # MOSTLY_Q4_0 / MOSTLY_Q8_0
-    for k, f in r.fields.items():
-        if k.startswith("tokenizer."):
-            sub = f.types[1] if len(f.types) > 1 else None
-            w.add_key_value(k, f.contents(), f.types[0], sub_type=sub)
+    for k, value, vtype, sub in vocab:
+        w.add_key_value(k, value, vtype, sub_type=sub)
     hd = n_embd // n_head
     qtensor("token_embd.weight", n_vocab, n_embd, 1.0)
     w.add_tensor("output_norm.weight", np.ones(n_embd, np.float32))
@@ -95,11 +103,15 @@ def write(out: str, vocab_path: str, n_embd: int, n_layer: int, n_head: int, n_k
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (7, 8):
+    more = argv[8:]
+    if len(argv) < 7 or (more and (len(argv) < 8 or len(more) % 7)):
         print(__doc__.split("\n\n")[1].strip(), file=sys.stderr)
         return 2
+    models = [[argv[0], *argv[2:8]]] + [more[i:i + 7] for i in range(0, len(more), 7)]
     try:
-        print(write(argv[0], argv[1], *map(int, argv[2:7]), *(argv[7:] or ["q4_0"])))
+        vocab = read_vocab(argv[1])
+        for out, *shape in models:
+            print(write(out, vocab, *map(int, shape[:5]), *(shape[5:] or ["q4_0"])))
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -29,9 +29,13 @@ d = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
 print(" ".join(x.split(";")[0].strip() for x in d if not x.startswith(("llama-cpp-python", "numpy", "tomli"))))
 PY
 )
-python3 -m pip download -q --only-binary=:all: --python-version "$PYVER" --implementation cp \
-  --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
-  --platform manylinux2014_x86_64 --platform manylinux_2_34_x86_64 --platform any -d .gpu/whl $deps
+# Every manylinux tag a glibc up to GLIBC (2.35: Ubuntu 22.04) runs: llguidance 1.7 and later ship only
+# manylinux_2_31 wheels, and a list without that tag made pip pick 1.6.1, which localspec cannot use (issue 25).
+GLIBC=${GLIBC:-35}
+plats=(--platform manylinux2014_x86_64 --platform any)
+for v in $(seq 17 "$GLIBC"); do plats+=(--platform "manylinux_2_${v}_x86_64"); done
+python3 -m pip download -q --only-binary=:all: --python-version "$PYVER" --implementation cp "${plats[@]}" \
+  -d .gpu/whl $deps
 rm -f .gpu/whl/numpy-*
 rm -rf "$T"
 du -sh .gpu
