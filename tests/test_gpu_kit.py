@@ -22,22 +22,23 @@ def _mkrand(*args) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-@pytest.mark.parametrize("quant", ["q4_0", "q8_0"])
-def test_mkrand_writes_a_model_llama_cpp_loads_and_decodes(tmp_path, tiny_target, quant):
-    out = tmp_path / f"r-{quant}.gguf"
-    proc = _mkrand(out, tiny_target, 128, 2, 4, 2, 256, quant)  # the tiny model's tokenizer, a GQA shape
+def test_mkrand_writes_models_llama_cpp_loads_and_decodes(tmp_path, tiny_target):
+    # Two models from one read of the vocabulary (the tiny model's tokenizer), GQA shapes, both quantizations.
+    a, b = tmp_path / "r-q4_0.gguf", tmp_path / "r-q8_0.gguf"
+    proc = _mkrand(a, tiny_target, 128, 2, 4, 2, 256, "q4_0", b, 64, 1, 4, 1, 128, "q8_0")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().endswith(f"128x2, {quant.upper()}")
-    model = Model(out, ModelSettings(n_gpu_layers=0))
-    ctx = Context(model, ContextSettings(n_ctx=64, n_batch=16, n_threads=1))
-    toks = model.tokenize("read the file name")
-    ctx.decode(toks, "all")
-    rows = [ctx.logits(i) for i in range(len(toks))]
-    assert all(math.isfinite(float(x)) for r in rows for x in r)  # scales keep activations finite
-    assert len({int(r.argmax()) for r in rows}) > 1  # not a constant model
-    assert model.placement["layers"] == {"CPU": 3}
-    ctx.close()
-    model.close()
+    assert proc.stdout.splitlines()[0].endswith("128x2, Q4_0") and proc.stdout.splitlines()[1].endswith("64x1, Q8_0")
+    for path, layers in ((a, 3), (b, 2)):
+        model = Model(path, ModelSettings(n_gpu_layers=0))
+        ctx = Context(model, ContextSettings(n_ctx=64, n_batch=16, n_threads=1))
+        toks = model.tokenize("read the file name")
+        ctx.decode(toks, "all")
+        rows = [ctx.logits(i) for i in range(len(toks))]
+        assert all(math.isfinite(float(x)) for r in rows for x in r)  # scales keep activations finite
+        assert len({int(r.argmax()) for r in rows}) > 1  # not a constant model
+        assert model.placement["layers"] == {"CPU": layers}
+        ctx.close()
+        model.close()
 
 
 def test_mkrand_bad_shapes_are_one_line(tmp_path, tiny_target):
@@ -46,6 +47,7 @@ def test_mkrand_bad_shapes_are_one_line(tmp_path, tiny_target):
     proc = _mkrand(tmp_path / "x.gguf", tiny_target, 128, 2, 4, 2, 256, "q5_k")
     assert proc.returncode == 1 and "q4_0 or q8_0" in proc.stderr
     assert _mkrand(tmp_path / "x.gguf").returncode == 2  # usage
+    assert _mkrand(tmp_path / "x.gguf", tiny_target, 128, 2, 4, 2, 256, "q4_0", tmp_path / "y.gguf", 64).returncode == 2
 
 
 def test_run_sh_parses():
