@@ -53,28 +53,28 @@ def tiny_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_target(tiny_dir) -> Path:
-    from tests.tiny_gguf import write_tiny_llama
+    from localspec.runtime.tinymodel import write_tiny_llama
 
     return write_tiny_llama(tiny_dir / "target.gguf", vocab="a", seed=0)
 
 
 @pytest.fixture(scope="session")
 def tiny_draft(tiny_dir, tiny_target) -> Path:
-    from tests.tiny_gguf import tiny_pair
+    from localspec.runtime.tinymodel import tiny_pair
 
     return tiny_pair(tiny_dir / "pair")[1]
 
 
 @pytest.fixture(scope="session")
 def tiny_pair_paths(tiny_dir) -> tuple[Path, Path]:
-    from tests.tiny_gguf import tiny_pair
+    from localspec.runtime.tinymodel import tiny_pair
 
     return tiny_pair(tiny_dir / "pair")
 
 
 @pytest.fixture(scope="session")
 def tiny_other_vocab(tiny_dir) -> Path:
-    from tests.tiny_gguf import write_tiny_llama
+    from localspec.runtime.tinymodel import write_tiny_llama
 
     return write_tiny_llama(tiny_dir / "other_vocab.gguf", vocab="b", seed=3)
 

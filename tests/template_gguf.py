@@ -2,7 +2,7 @@
 
 Why: the project supports many chat formats, and only SmolLM2 and Gemma are small enough to be test fixtures. What
 decides whether message text can become a marker token is the tokenizer (llama.cpp's special-token pass), so each
-file here has a real llama.cpp SentencePiece vocabulary: the ordinary pieces of tests/tiny_gguf.py, byte fallback,
+file here has a real llama.cpp SentencePiece vocabulary: the ordinary pieces of localspec/runtime/tinymodel.py, byte fallback,
 and the format's markers typed as in the real model (CONTROL for turn markers, USER_DEFINED for Qwen's `<think>` and
 `<tool_call>`). The weights are tiny and random: these files are for tokenizing, not for generating.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from tests.tiny_gguf import _pieces
+from localspec.runtime.tinymodel import vocab_pieces
 
 TEMPLATES = Path(__file__).parent / "data" / "templates"
 _T = gguf.TokenType
@@ -93,7 +93,7 @@ def format_vocab(fmt: Format) -> tuple[list[str], list[int], list[float]]:
     tokens = specials + list(fmt.user_defined) + [f"<0x{b:02X}>" for b in range(256)]
     types = [_T.UNKNOWN] + [_T.CONTROL] * (len(specials) - 1) + [_T.USER_DEFINED] * len(fmt.user_defined) \
         + [_T.BYTE] * 256
-    pieces = [p for p in _pieces("a") if p not in tokens]
+    pieces = [p for p in vocab_pieces("a") if p not in tokens]
     scores = [0.0] * len(tokens) + [float(len(p)) for p in pieces]
     return tokens + pieces, [int(t) for t in types] + [int(_T.NORMAL)] * len(pieces), scores
 

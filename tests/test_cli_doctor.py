@@ -35,6 +35,24 @@ def test_json_reports_backend_offload_devices_packages(report):
     assert report["python"].count(".") == 2
 
 
+def test_self_test_runs_on_the_cpu_and_on_every_gpu_the_build_offloads_to(report):
+    b = report["llama_cpp"]
+    tests = {t["device"]: t for t in report["self_test"]}
+    gpus = [d["name"] for d in b["devices"] if d["type"] in ("GPU", "IGPU")] if b["gpu_offload"] else []
+    assert list(tests) == ["CPU", *gpus]
+    for name, t in tests.items():
+        assert t["ok"], t["failure"]  # exit status 0 (the fixture) says the same
+        assert sum(t["layers"].values()) == t["layers_total"] == 3  # the tiny model: 2 layers + output
+    assert tests["CPU"]["layers"] == {"CPU": 3} and tests["CPU"]["n_gpu_layers"] == 0
+    for name in gpus:
+        assert tests[name]["layers"] == {name: 3}
+
+
+def test_no_self_test_flag_skips_it():
+    proc = localspec("doctor", "--json", "--no-self-test")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["self_test"] is None
+
+
 def test_text_report_agrees_with_json(report):
     proc = localspec("doctor")
     assert proc.returncode == 0, proc.stderr
@@ -47,3 +65,5 @@ def test_text_report_agrees_with_json(report):
     for name, ver in report["packages"].items():
         assert name in out and (ver or "not installed") in out
     assert f"Python {report['python']}" in out
+    for t in report["self_test"]:
+        assert f"{t['device']:8} ok in" in out and f"{t['layers'][t['device']]} on {t['device']}" in out

@@ -112,7 +112,7 @@ def test_thinking_defaults_to_config_and_flags_win(home, tmp_path):
 
 @pytest.fixture(scope="module")
 def no_template(tmp_path_factory):
-    from tests.tiny_gguf import write_tiny_llama
+    from localspec.runtime.tinymodel import write_tiny_llama
 
     return write_tiny_llama(tmp_path_factory.mktemp("nt") / "no-template.gguf", chat_template=None)
 

@@ -261,7 +261,7 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
     from localspec.tui.screens.export import ExportScreen
     from localspec.tui.screens.sessions import SessionsScreen
     from localspec.tui.turn import TextChunk, TurnNotice
-    from tests.tiny_gguf import write_tiny_llama
+    from localspec.runtime.tinymodel import write_tiny_llama
 
     home = tmp_path / "home"
     monkeypatch.setenv("LOCALSPEC_HOME", str(home))
@@ -311,7 +311,7 @@ async def test_the_apps_tools_screen_shows_mcp_text_escaped(tmp_path, monkeypatc
     from localspec.tui.options import AppOptions
     from localspec.launch.flags import RunFlags
     from localspec.tui.screens.tools import ToolsScreen
-    from tests.tiny_gguf import write_tiny_llama
+    from localspec.runtime.tinymodel import write_tiny_llama
 
     monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
     target = write_tiny_llama(tmp_path / "t.gguf", n_ctx_train=8192)

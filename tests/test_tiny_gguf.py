@@ -10,7 +10,7 @@ import llama_cpp as L
 import numpy as np
 import pytest
 
-from tests.tiny_gguf import CHATML, IM_END, IM_START, tiny_pair, write_tiny_llama
+from localspec.runtime.tinymodel import CHATML, IM_END, IM_START, tiny_pair, write_tiny_llama
 
 PROMPTS = ["hello world", "read the file name", '{"name": "read_file", "arguments": {"path": "a.txt"}}',
            "what is the first line of the test", "list the directory and count the files"]

@@ -210,7 +210,7 @@ async def test_the_chat_warns_when_chatml_stands_in(workspace, home, tmp_path):
     from localspec.tui.app import LocalspecApp
     from localspec.tui.options import AppOptions
     from localspec.launch.flags import RunFlags
-    from tests.tiny_gguf import write_tiny_llama
+    from localspec.runtime.tinymodel import write_tiny_llama
 
     bare = write_tiny_llama(tmp_path / "bare.gguf", n_ctx_train=8192, chat_template=None)
     app = LocalspecApp(AppOptions(flags=RunFlags(target=str(bare), max_tokens=5, ctx_size=8192), workspace=workspace, record=False))

@@ -27,7 +27,7 @@ def anyio_backend():
 def chat_pair(tmp_path_factory) -> tuple[Path, Path]:
     """The tiny target/draft pair with an 8K context: the agent's system prompt and tool list take ~2.2K tokens of
     the tiny byte-level vocabulary, more than the 2K of the default tiny fixture."""
-    from tests.tiny_gguf import write_tiny_llama
+    from localspec.runtime.tinymodel import write_tiny_llama
 
     d = tmp_path_factory.mktemp("tui-pair")
     target = write_tiny_llama(d / "t.gguf", n_ctx_train=8192)

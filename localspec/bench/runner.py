@@ -22,6 +22,7 @@ from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.builder import build_engine
 from localspec.speculative.costs import CostModel
+from localspec.speculative.profile import CostProfile, projected_s
 from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.engine import GenParams
 from localspec.speculative.sampling import SamplingParams
@@ -60,6 +61,7 @@ class CaseResult:
     drafters: dict = field(default_factory=dict)
     phases: dict = field(default_factory=dict)  # passes per turn phase (text, call, probe, ...)
     target_only_s: float | None = None  # what the engine estimates target-only decoding would have taken
+    projected_s: float | None = None  # generation time on a cost profile's machine (run_bench's `profile`)
     written: str = ""  # everything the turn wrote, in order: answer text and call text (benchmarks/near_ties.py)
 
     @property
@@ -92,8 +94,9 @@ class ConfigRun:
 
     def __init__(self, pair: LoadedPair, config: RunConfig, drafters, *, max_tokens: int = 384,
                  tool_choice: str | None = None, bounds: Bounds = BOUNDS, warm_up: Case | None = None,
-                 costs: CostModel | None = None):
+                 costs: CostModel | None = None, profile: CostProfile | None = None):
         self.pair = pair
+        self.profile = profile
         # The product's drafting settings (draft_max, draft_p_min from config and hints), with this config's
         # drafters and a call history of its own (what it learns stays within this run).
         drafting = replace(config.drafting, drafters=tuple(drafters))
@@ -131,7 +134,8 @@ class ConfigRun:
             generated=s.generated_tokens, passes=s.target_passes, drafted=s.drafted, accepted=s.accepted,
             forced=s.forced, prefill_s=s.prefill_s, generation_s=s.generation_s, latency_s=latency,
             drafters={k: [v.drafted, v.accepted] for k, v in s.drafters.items()}, phases=phases,
-            written="".join(written), target_only_s=sum_target_only(turn.phases))
+            written="".join(written), target_only_s=sum_target_only(turn.phases),
+            projected_s=projected_s(s, self.profile) if self.profile is not None else None)
 
 
 def sum_target_only(phases) -> float | None:
@@ -212,7 +216,8 @@ def summarize(results: list[CaseResult], baseline: list[CaseResult] | None) -> d
 
 
 def run_bench(pair: LoadedPair, config: RunConfig, cases: list[Case], configs: list[str], *, max_tokens: int = 384,
-              tool_choice: str | None = None, bounds: Bounds = BOUNDS, progress=None) -> dict:
+              tool_choice: str | None = None, bounds: Bounds = BOUNDS, progress=None,
+              profile: CostProfile | None = None) -> dict:
     """Every config over the suite, taking turns case by case: a machine that speeds up or slows down during
     the run (thermal limits, other load) then shifts every config alike instead of skewing the ratios. Each
     config keeps its own engine and call history; the shared prompt prefix stays cached for all of them."""
@@ -224,7 +229,8 @@ def run_bench(pair: LoadedPair, config: RunConfig, cases: list[Case], configs: l
     # One cost model for the configs that cut drafts by it (the hybrid's): configs that draft alike then cut
     # alike, instead of each following the noise of its own timings. Not for baseline: its single steps would
     # crowd the batches out of the model's window.
-    costs = CostModel()
+    # With a cost profile, that machine's prices instead (and each config's projected speedup there).
+    costs = profile or CostModel()
     runs = {}
     for name in order:
         view = pair
@@ -234,7 +240,7 @@ def run_bench(pair: LoadedPair, config: RunConfig, cases: list[Case], configs: l
                 view = replace(pair, draft_ctx=extra[-1])
         runs[name] = ConfigRun(view, config, CONFIGS[name], max_tokens=max_tokens, tool_choice=tool_choice,
                                bounds=bounds, warm_up=cases[0],
-                               costs=costs if set(CONFIGS[name]) - {"model"} else None)
+                               costs=costs if set(CONFIGS[name]) - {"model"} else None, profile=profile)
     pair.target_ctx.clear()
     raw: dict[str, list[CaseResult]] = {name: [] for name in order}
     try:
@@ -252,10 +258,20 @@ def run_bench(pair: LoadedPair, config: RunConfig, cases: list[Case], configs: l
     for name in configs:
         summary = summarize(raw[name], base)
         summary["speedup"] = round(summary["tokens_per_second"] / base_tps, 3) if base_tps else None
+        if profile is not None:
+            summary["projected_speedup"] = projected_speedup(raw[name], base)
         out["configs"][name] = summary
     out["outputs"] = {name: [{"id": r.id, "text": r.text, "calls": r.calls, "written": r.written,
                               "correct": r.correct} for r in raw[name]] for name in configs}
     return out
+
+
+def projected_speedup(results: list[CaseResult], baseline: list[CaseResult]) -> float | None:
+    """Tokens per second on the profile's machine against target-only decoding there (profile.projected_s)."""
+    t, b = sum(r.projected_s for r in results), sum(r.projected_s for r in baseline)
+    if not t or not b:
+        return None
+    return round((sum(r.generated for r in results) / t) / (sum(r.generated for r in baseline) / b), 3)
 
 
 def dumps(result: dict) -> str:

@@ -31,6 +31,9 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, default=None, metavar="N", help="first N cases only")
     p.add_argument("--max-tokens", type=int, default=384, metavar="N", help="most tokens in one case's turn")
     p.add_argument("--outputs", action="store_true", help="include every case's output in the JSON")
+    p.add_argument("--cost-profile", metavar="PROFILE.json",
+                   help="price passes with another machine's costs (benchmarks/gpu/profile.py makes one from "
+                        "llama-bench) and add each config's projected_speedup there")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench)
 
@@ -53,6 +56,11 @@ def cmd_bench(args) -> int:
     if args.max_string < 0 or args.max_items < 0:
         raise ConfigError("--max-string and --max-items must be >= 0 (0: no bound)")
     cases = load_suite(args.suite, args.limit)
+    profile = None
+    if args.cost_profile:
+        from localspec.speculative.profile import CostProfile
+
+        profile = CostProfile.load(args.cost_profile)  # before loading models: a bad file fails fast
     config = config_from_args(args)
     if config.selection.draft is None and any("model" in CONFIGS[c] for c in configs):
         if asked:
@@ -73,7 +81,7 @@ def cmd_bench(args) -> int:
     try:
         bounds = Bounds(max_string=args.max_string or None, max_items=args.max_items or None)
         result = run_bench(pair, config, cases, configs, max_tokens=args.max_tokens, tool_choice=args.tool_choice,
-                           bounds=bounds, progress=progress)
+                           bounds=bounds, progress=progress, profile=profile)
     finally:
         pair.close()
     if not args.outputs:
@@ -83,10 +91,12 @@ def cmd_bench(args) -> int:
         return 0
     if not piped:
         print("\r", end="", file=sys.stderr)
-    cols = ("tokens_per_second", "speedup", "mean_accepted_length", "acceptance_rate", "forced_share",
+    cols: tuple[str, ...] = ("tokens_per_second", "speedup", "mean_accepted_length", "acceptance_rate", "forced_share",
             "identical_to_baseline", "valid_json", "ast_accuracy", "prefill_s", "latency_s")
-    heads = ("config", "tok/s", "speedup", "tok/pass", "accept", "forced", "identical", "valid", "AST", "prefill_s",
+    heads: tuple[str, ...] = ("config", "tok/s", "speedup", "tok/pass", "accept", "forced", "identical", "valid", "AST", "prefill_s",
              "latency_s")
+    if profile is not None:
+        cols, heads = cols + ("projected_speedup",), heads + ("projected",)
     print(f"{result['cases']} cases")
     print("  ".join(f"{h:>9}" for h in heads))
     for name, s in result["configs"].items():

@@ -14,11 +14,20 @@ PACKAGES = ("localspec", "llama-cpp-python", "llguidance", "gguf", "textual", "p
 def register(sub) -> None:
     p = sub.add_parser("doctor", help="show the llama.cpp build, GPU offload, devices and package versions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-self-test", action="store_true",
+                   help="skip the self-test (a tiny model loaded and decoded on each device, in a child process)")
     p.set_defaults(func=cmd_doctor)
 
 
-def collect() -> dict:
+def self_test_devices(backend: dict) -> list[str]:
+    """The CPU (no layers offloaded), and each GPU where the build can offload."""
+    gpus = [d["name"] for d in backend["devices"] if d["type"] in ("GPU", "IGPU")] if backend["gpu_offload"] else []
+    return ["CPU", *gpus]
+
+
+def collect(self_test: bool = True) -> dict:
     from localspec.runtime.backend import backend_info
+    from localspec.runtime.selftest import self_test as run_self_test
 
     packages = {}
     for name in PACKAGES:
@@ -26,15 +35,18 @@ def collect() -> dict:
             packages[name] = version(name)
         except PackageNotFoundError:
             packages[name] = None
+    backend = backend_info()
     return {"python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
-            "llama_cpp": backend_info(), "packages": packages}
+            "llama_cpp": backend, "packages": packages,
+            "self_test": run_self_test(self_test_devices(backend)) if self_test else None}
 
 
 def cmd_doctor(args) -> int:
-    info = collect()
+    info = collect(self_test=not args.no_self_test)
+    failed = any(not t["ok"] for t in info["self_test"] or ())
     if args.json:
         print(json.dumps(info, indent=2))
-        return 0
+        return 1 if failed else 0
     b = info["llama_cpp"]
     print(f"Python {info['python']} on {info['platform']}")
     print(f"llama.cpp backend: {b['backend']}  (GPU offload {'supported' if b['gpu_offload'] else 'not supported'})")
@@ -44,7 +56,16 @@ def cmd_doctor(args) -> int:
     print(f"  {b['system_info']}")
     for name, ver in info["packages"].items():
         print(f"{name:18} {ver or 'not installed'}")
+    if info["self_test"] is not None:
+        print("self-test (a tiny model loaded, one token decoded, a batch checked against one token at a time; "
+              "a child process per device):")
+        for t in info["self_test"]:
+            if t["ok"]:
+                where = ", ".join(f"{n} on {d}" for d, n in t["layers"].items())
+                print(f"  {t['device']:8} ok in {t['seconds']:.1f} s; layers: {where} (of {t['layers_total']})")
+            else:
+                print(f"  {t['device']:8} FAILED: {t['failure']}")
     if not b["gpu_offload"]:
         print("hint: this llama-cpp-python has no GPU backend; reinstall with CMAKE_ARGS=-DGGML_CUDA=on (NVIDIA) "
               "or -DGGML_METAL=on (Apple) to offload layers")
-    return 0
+    return 1 if failed else 0

@@ -36,6 +36,19 @@ def _ggml_lib():
     return None
 
 
+def device_handles() -> dict[str, int]:
+    """Each ggml device's name and handle (what llama_model_params.devices takes)."""
+    llama.init()
+    g = _ggml_lib()
+    if g is None:
+        return {}
+    out = {}
+    for i in range(g.ggml_backend_dev_count()):
+        dev = g.ggml_backend_dev_get(i)
+        out[(g.ggml_backend_dev_name(dev) or b"").decode()] = dev
+    return out
+
+
 def devices() -> list[dict]:
     llama.init()
     g = _ggml_lib()

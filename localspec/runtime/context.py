@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -62,6 +63,10 @@ class Context:
         self.tokens: list[int] = []
         self.prefixes: PrefixStore | None = None  # saved prompt prefixes (launch/open sets it up)
         self.last_prefill = PrefillInfo()
+        # Every decode's shape, (tokens, logits rows) -> count, and the seconds spent in decode(): what a cost
+        # profile prices when projecting a run onto another machine (speculative/profile.py).
+        self.shapes: Counter[tuple[int, int]] = Counter()
+        self.decode_s = 0.0
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
         self._n_vocab = model.n_vocab
         self._row_type = ctypes.c_float * model.n_vocab  # one logits row, viewed in place (no copy)
@@ -94,6 +99,7 @@ class Context:
         n = len(tokens)
         if n == 0:
             return
+        t0 = time.perf_counter()
         if n > self.n_batch:
             raise ValueError(f"batch of {n} tokens exceeds n_batch={self.n_batch}")
         if self.n_past + n > self.n_ctx:
@@ -118,6 +124,8 @@ class Context:
         if rc != 0:
             raise LocalspecError(f"llama_decode failed with code {rc} at position {base} ({n} tokens)")
         self.tokens.extend(tokens)
+        self.shapes[(n, sum(flags))] += 1
+        self.decode_s += time.perf_counter() - t0
 
     def logits(self, i: int = -1) -> np.ndarray:
         """Logits of batch row `i` of the last decode, as a zero-copy float32 view (valid until the next decode)."""

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from localspec.errors import ModelFileError
+from localspec.errors import LocalspecError, ModelFileError
 from localspec.runtime import llama
 from localspec.runtime.llama import lib
 from localspec.runtime.params import set_fields
+from localspec.runtime.placement import placement
 
 GGUF_MAGIC = b"GGUF"
 _LOAD_MODE = {None: lib.LLAMA_LOAD_MODE_AUTO, True: lib.LLAMA_LOAD_MODE_MMAP, False: lib.LLAMA_LOAD_MODE_NONE}
@@ -28,6 +29,9 @@ class ModelSettings:
     # device (AUTO, its own default).
     use_mmap: bool | None = None
     vocab_only: bool = False
+    # A ggml device name ("CUDA0", "Metal"; `localspec doctor` lists them): offloaded layers go to that device
+    # alone. None: llama.cpp spreads them over every GPU it finds.
+    device: str | None = None
 
 
 def gpu_offload_supported() -> bool:
@@ -41,6 +45,16 @@ def offload_layers(n_gpu_layers: int | None) -> int:
     if n_gpu_layers is None:
         return 1_000_000 if gpu_offload_supported() else 0
     return 1_000_000 if n_gpu_layers < 0 else n_gpu_layers
+
+
+def device_handle(name: str) -> int:
+    """The ggml device called `name` (as `localspec doctor` lists them), or a one-line error naming those there are."""
+    from localspec.runtime.backend import device_handles
+
+    handles = device_handles()
+    if name not in handles:
+        raise LocalspecError(f"no llama.cpp device {name!r} in this build (devices: {', '.join(handles) or 'none'})")
+    return handles[name]
 
 
 def check_gguf_file(path: str | os.PathLike) -> Path:
@@ -70,10 +84,18 @@ class Model:
         params = set_fields(lib.llama_model_default_params(), n_gpu_layers=offload_layers(settings.n_gpu_layers),
                             load_mode=_LOAD_MODE[settings.use_mmap],
                             vocab_only=settings.vocab_only)
-        ptr = lib.llama_model_load_from_file(str(self.path).encode(), params)
+        devices = None
+        if settings.device is not None:
+            # A NULL-terminated array of ggml devices; kept alive until the load returns.
+            devices = (ctypes.c_void_p * 2)(device_handle(settings.device), None)
+            set_fields(params, devices=ctypes.addressof(devices))
+        with llama.capture() as log:
+            ptr = lib.llama_model_load_from_file(str(self.path).encode(), params)
         if not ptr:
             raise ModelFileError(f"llama.cpp could not load {self.path} (corrupt, truncated or unsupported GGUF)")
         self.ptr = ptr
+        # Which device holds how many layers ({"layers": {"CUDA0": 25}, ...}: runtime/placement.py).
+        self.placement = placement("".join(log), lib.llama_model_n_layer(ptr))
         self.vocab = lib.llama_model_get_vocab(ptr)
         self.n_vocab = lib.llama_vocab_n_tokens(self.vocab)
         self.bos = lib.llama_vocab_bos(self.vocab)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from localspec.runtime.compat import check_models_compat
 from localspec.runtime.context import Context, ContextSettings
 from localspec.runtime.model import Model, ModelSettings
+from localspec.runtime.timing import steady_median, steady_state
 
 
 @dataclass
@@ -16,7 +17,7 @@ class LoadedPair:
     target_ctx: Context
     draft: Model | None = None
     draft_ctx: Context | None = None
-    draft_token_s: float = 0.0  # one single-token decode of the draft model, timed at load (warm_up)
+    draft_token_s: float = 0.0  # one single-token decode of the draft model in steady state, timed at load (warm_up)
 
     def close(self) -> None:
         for obj in (self.draft_ctx, self.draft, self.target_ctx, self.target):
@@ -41,15 +42,24 @@ def load_pair(target_path, draft_path=None, *, target: ModelSettings = ModelSett
     return LoadedPair(tmodel, Context(tmodel, ctx), dmodel, dctx, warm_up(dctx))
 
 
-def warm_up(ctx: Context) -> float:
-    """Throwaway decodes, as llama.cpp's own tools do at load: the first decode of a context pages its weights in
-    and sets up its buffers; the second is timed. Returns what one single-token decode costs, so that the drafting
-    policy knows a draft model's price before trying it mid-generation (on this CPU SmolLM2's Q4_1 copy costs as
-    much as its F16 target, which the file sizes do not tell, and one try costs a catch-up of the whole context)."""
+def warm_up(ctx: Context, max_steps: int = 12) -> float:
+    """What one single-token decode of this context costs in steady state, so that the drafting policy knows a
+    draft model's price before trying it mid-generation (on this CPU SmolLM2's Q4_1 copy costs as much as its F16
+    target, which the file sizes do not tell, and one try costs a catch-up of the whole context).
+
+    Throwaway decodes first, as llama.cpp's own tools do: the first decode pages the weights in, and a batch like
+    the draft's catch-ups sets up its buffers; then single steps until their timings settle (runtime/timing.py:
+    on a GPU the first ones cost several times the later ones). The price is the median of the settled steps."""
     tok = ctx.model.bos if ctx.model.bos >= 0 else 0
     ctx.decode([tok])
-    t0 = time.perf_counter()
-    ctx.decode([tok])
-    spent = time.perf_counter() - t0
+    if ctx.n_batch >= 8 and ctx.n_ctx > 8 + max_steps + 1:
+        ctx.decode([tok] * 8, "last")
+
+    def step() -> float:
+        t0 = time.perf_counter()
+        ctx.decode([tok])
+        return time.perf_counter() - t0
+
+    times = steady_state(step, max_steps=min(max_steps, ctx.n_ctx - ctx.n_past - 1))
     ctx.clear()
-    return spent
+    return steady_median(times) if times else 0.0

@@ -28,8 +28,9 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
     if drafting.uses_model and pair.draft_ctx is not None:
         model = ModelDrafter(pair.draft_ctx, max_len=drafting.draft_max, p_min=drafting.draft_p_min)
     costs = costs or CostModel()
+    dctx = pair.draft_ctx if model is not None else None  # its decodes are recorded in the stats
     if names <= {"model"}:
-        return SpecEngine(pair.target_ctx, model, cost_model=costs)
+        return SpecEngine(pair.target_ctx, model, cost_model=costs, draft_ctx=dctx)
     if memory is None:
         memory = SpanMemory()
         for text in (history.calls if history is not None else ()):
@@ -46,4 +47,4 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
                           if model is not None and pair.draft is not None else 0.0),
         # ... and the draft's own step, timed at load, replaces that guess (its price on this machine).
         model_token_s=pair.draft_token_s if model is not None else 0.0)
-    return SpecEngine(pair.target_ctx, hybrid, cost_model=costs)
+    return SpecEngine(pair.target_ctx, hybrid, cost_model=costs, draft_ctx=dctx)

@@ -1,88 +1,188 @@
-"""What a target pass costs on this machine, as a function of batch size and logit rows.
+"""What a target pass costs on this machine, by its number of rows (a curve) and of logits rows.
 
-Fitted from real decodes (a short calibration, then every verify pass), so the speedup estimate and the
+Measured from real decodes (a calibration in steady state, then every verify pass), so the speedup estimate and the
 adaptive draft length use measured costs, not guesses.
+
+Why a curve and not a line: a pass of k rows does not cost a fixed amount per row. On an H200 (8B shape) a pass of
+k rows costs 0.92x a single-token step at k=2, 1.11x at 4, 1.54x at 8, 1.82x at 16, 2.22x at 32 and 2.89x at 64
+(CUDA graphs serve single steps only; kernels switch at 16 rows); on a 2-core CPU each row adds 15-27% of a step.
+So each row count is priced by the median of its own recent timings, interpolated between the counts measured.
+What logits rows add (their output layer, and copying them to the host) is fitted on top: a line
+c0 + c1 * rows + c2 * logits rows over every shape seen, whose c2 prices each logits row beyond the first.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
+from localspec.runtime.timing import steady_state
+from localspec.speculative.fit import interpolate, least_squares, weighted_median
 
 if TYPE_CHECKING:  # the policy's fast tests use a CostModel without loading llama.cpp
     from localspec.runtime.context import Context
 
+# The shapes verification uses, timed by calibrate(): single steps, drafts of growing length with logits for every
+# row, and a long pass where only the last row needs logits (forced tokens of a grammar).
+CALIBRATION = ((1, 1), (1, 1), (2, 2), (4, 4), (8, 8), (16, 16), (32, 32), (16, 1))
+REFIT_EVERY = 8  # observations between refits: a fit costs well under a millisecond, a pass several
+
+
+@dataclass(frozen=True)
+class PassCurve:
+    """A pass's price by its row count: measured row counts, each one's seconds with one logits row (what
+    llama-bench's `pp k` times), and what each logits row beyond the first adds."""
+
+    rows: tuple[int, ...]  # ascending, at least two
+    seconds: tuple[float, ...]
+    logits_row_s: float = 0.0
+
+    def pass_s(self, rows: int, logit_rows: int | None = None) -> float:
+        """Seconds for one pass of `rows` tokens asking logits for `logit_rows` of them (default: all). Between
+        measured row counts, linear; beyond the largest, its last segment's slope (never falling)."""
+        xs, ys = self.rows, self.seconds
+        lr = rows if logit_rows is None else logit_rows
+        if rows > xs[-1]:
+            slope = max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
+            base = ys[-1] + slope * (rows - xs[-1])
+        else:
+            base = interpolate(xs, ys, rows)
+        return max(base + self.logits_row_s * (lr - 1), 0.0)
+
+    def marginal_row_s(self, k: int) -> float:
+        """What the k-th row of a pass adds, its logits included (k >= 2; never negative: a pass of 2 rows can
+        cost less than a single step on a GPU, which buys no row for free)."""
+        return max(self.pass_s(k, k) - self.pass_s(k - 1, k - 1), 0.0)
+
 
 class CostModel:
-    def __init__(self, window: int = 128):
-        self._obs: deque[tuple[int, int, float]] = deque(maxlen=window)
-        self._coef: np.ndarray | None = None
+    def __init__(self, window: int = 32):
+        # Each (rows, logits rows) shape keeps its latest `window` timings: the run keeps re-pricing the shapes it
+        # uses, and a shape it stopped using keeps its last prices instead of being crowded out by the others.
+        self._window = window
+        self._shapes: dict[tuple[int, int], deque[float]] = {}
+        self._medians: dict[tuple[int, int], float] = {}
+        self._stale: set[tuple[int, int]] = set()
+        self._coef: tuple[float, float, float] | None = None
+        self._curve: PassCurve | None = None
         self._dirty = 0
         self._single: float | None = None  # single_token_s, until the next observation
 
+    # -- what the run measures ----------------------------------------------------------------------------------
     def observe(self, n_tokens: int, n_rows: int, seconds: float) -> None:
-        self._obs.append((n_tokens, n_rows, seconds))
+        key = (n_tokens, n_rows)
+        times = self._shapes.get(key)
+        if times is None:
+            times = self._shapes[key] = deque(maxlen=self._window)
+        times.append(seconds)
+        self._stale.add(key)
         self._single = None
         self._dirty += 1
-        if self._coef is None or self._dirty >= 8:
+        if self._coef is None or self._dirty >= REFIT_EVERY:
             self._fit()
 
     def _fit(self) -> None:
-        """Least squares over the median time of each (tokens, rows) shape, weighted by how often it was seen:
-        a few passes stalled by other processes (seconds instead of milliseconds) must not skew the fit."""
+        """Re-price from the medians of each shape's recent timings (a few passes stalled by other processes,
+        seconds instead of milliseconds, must not move the prices), each shape weighted by how often it was seen."""
         self._dirty = 0
-        self._single = None  # without single steps observed, it comes from the fit
-        groups: dict[tuple[int, int], list[float]] = {}
-        for n, r, s in self._obs:
-            groups.setdefault((n, r), []).append(s)
-        if len({n for n, _ in groups}) < 2:
+        self._single = None
+        for key in self._stale:
+            times = sorted(self._shapes[key])
+            self._medians[key] = times[len(times) // 2]
+        self._stale.clear()
+        keys = list(self._medians)
+        if len({n for n, _ in keys}) < 2:
             return
-        keys = list(groups)
-        w = np.sqrt([len(groups[k]) for k in keys])
-        a = np.array([[1.0, n, r] for n, r in keys]) * w[:, None]
-        y = np.array([float(np.median(groups[k])) for k in keys]) * w
-        coef, *_ = np.linalg.lstsq(a, y, rcond=None)
-        self._coef = np.maximum(coef, 0.0)
+        weights = [len(self._shapes[k]) ** 0.5 for k in keys]
+        y = [self._medians[k] for k in keys]
+        if len({r for _, r in keys}) > 1:
+            coef = least_squares([(1.0, n, r) for n, r in keys], y, weights)
+        else:  # one logits-row count throughout: nothing tells a logits row's price apart from the pass's
+            coef = least_squares([(1.0, n) for n, _ in keys], y, weights) + [0.0]
+        c0, c1, c2 = (max(c, 0.0) for c in coef)
+        self._coef = (c0, c1, c2)
+        # The curve: each row count's pass with one logits row (what llama-bench's `pp k` times), from every shape
+        # of that row count, the logits rows beyond the first taken off at c2 each.
+        by_rows: dict[int, tuple[list[float], list[float]]] = {}
+        for k, w in zip(keys, weights):
+            vals, ws = by_rows.setdefault(k[0], ([], []))
+            vals.append(self._medians[k] - c2 * (k[1] - 1))
+            ws.append(w * w)
+        xs = sorted(by_rows)
+        self._curve = PassCurve(tuple(xs), tuple(max(weighted_median(*by_rows[n]), 0.0) for n in xs), c2)
 
+    # -- prices ---------------------------------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
         return self._coef is not None
 
     def coefficients(self) -> tuple[float, float, float] | None:
-        """(seconds per pass, per token, per logits row) of the fit, or None before there is one."""
-        return None if self._coef is None else tuple(float(c) for c in self._coef)
+        """(seconds per pass, per token, per logits row) of the line fit, or None before there is one."""
+        return self._coef
+
+    def pass_s(self, rows: int, logit_rows: int | None = None) -> float:
+        """Seconds for one pass of `rows` tokens asking logits for `logit_rows` of them (default: all); 0.0 before
+        anything is measured (PassCurve.pass_s)."""
+        return self._curve.pass_s(rows, logit_rows) if self._curve is not None else 0.0
+
+    def marginal_row_s(self, k: int) -> float:
+        """What the k-th row of a pass adds, its logits included (PassCurve.marginal_row_s); for k = 1, a step."""
+        if k < 2 or self._curve is None:
+            return self.single_token_s() if k < 2 else 0.0
+        return self._curve.marginal_row_s(k)
+
+    def pass_curve(self) -> list[tuple[int, float]]:
+        """[(rows, seconds for a pass of that many rows with one logits row)] as measured (for reports)."""
+        return list(zip(self._curve.rows, self._curve.seconds)) if self._curve is not None else []
 
     def single_token_s(self) -> float:
-        """One plain decoding step (1 token, 1 logit row): measured directly, since a line fit is loose at n=1.
-        Kept until the next observation: the drafter asks several times per proposal."""
+        """One plain decoding step (1 token, 1 logit row): its own median. Kept until the next observation: the
+        drafter asks several times per proposal."""
         if self._single is None:
-            ones = sorted(s for n, r, s in self._obs if n == 1 and r == 1)
-            self._single = ones[len(ones) // 2] if ones else self.cost(1, 1)
+            ones = self._shapes.get((1, 1))
+            self._single = sorted(ones)[len(ones) // 2] if ones else self.pass_s(1, 1)
         return self._single
 
     def cost(self, n_tokens: int, n_rows: int | None = None) -> float:
         """Seconds for one decode of `n_tokens` asking logits for `n_rows` of them (default: all)."""
-        rows = n_tokens if n_rows is None else n_rows
-        if self._coef is None:
-            return 0.0
-        c = self._coef
-        return float(c[0] + c[1] * n_tokens + c[2] * rows)
+        return self.pass_s(n_tokens, n_rows)
 
-    def calibrate(self, ctx: Context, sizes=((1, 1), (1, 1), (1, 1), (4, 4), (8, 8), (16, 16), (16, 1)), repeats: int = 1):
-        """Time a few throwaway decodes on top of the current cache, then roll them back."""
+    @property
+    def measured(self) -> CostModel:
+        """The model of what this machine's passes cost (itself; a CostProfile prices passes for another machine
+        and keeps one of these for this machine's own figures)."""
+        return self
+
+    # -- steady state -----------------------------------------------------------------------------------------
+    def calibrate(self, ctx: Context, sizes=CALIBRATION, repeats: int = 2, warm_steps: int = 12):
+        """Price the shapes verification uses, in steady state, on top of the current cache, rolled back after.
+
+        Steady state first: a GPU backend captures its graphs for single steps only after the first few calls and
+        allocates for each new batch shape, so the first timings of a fresh context can cost twice the later ones
+        (issue 25: a draft model priced at load at 5x llama-bench's step). So every shape runs once untimed, then
+        single steps until three in a row agree within 10% (at most `warm_steps`), then every shape is timed
+        `repeats` times; the prices are the medians."""
         base = ctx.n_past
-        sizes = [(n, r) for n, r in sizes if n <= ctx.n_batch]
-        if not sizes or base + max(n for n, _ in sizes) >= ctx.n_ctx or base == 0:
+        sizes = [(n, r) for n, r in sizes if n <= ctx.n_batch and base + n < ctx.n_ctx]
+        if not sizes or base == 0:
             return
         filler = ctx.tokens[-1]
+
+        def once(n: int, rows: int) -> float:
+            flags = [False] * (n - rows) + [True] * rows
+            t0 = time.perf_counter()
+            ctx.decode([filler] * n, flags)
+            spent = time.perf_counter() - t0
+            ctx.truncate(base)
+            return spent
+
+        for n, rows in dict.fromkeys(sizes):
+            once(n, rows)
+        steady_state(lambda: once(1, 1), warm_steps)
         for _ in range(repeats):
             for n, rows in sizes:
-                flags = [False] * (n - rows) + [True] * rows
-                t0 = time.perf_counter()
-                ctx.decode([filler] * n, flags)
-                self.observe(n, rows, time.perf_counter() - t0)
-                ctx.truncate(base)
+                self.observe(n, rows, once(n, rows))
         self._fit()
+

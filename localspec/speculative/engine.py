@@ -84,9 +84,10 @@ class SpecEngine:
     """Speculative decoding on one target context with an optional drafter (a model, or a hybrid of several)."""
 
     def __init__(self, target: Context, drafter: Drafter | None = None, *, cost_model: CostModel | None = None,
-                 calibrate: bool = True):
+                 calibrate: bool = True, draft_ctx: Context | None = None):
         self.target = target
         self.drafter = drafter
+        self.draft_ctx = draft_ctx  # the draft model's context, if a drafter runs one: its decodes go in the stats
         self.costs = cost_model or CostModel()
         self._calibrate = calibrate
         self.totals = Stats()
@@ -124,6 +125,8 @@ class SpecEngine:
         if len(prompt) >= ctx.n_ctx:
             raise ContextOverflowError(f"prompt of {len(prompt)} tokens does not fit the {ctx.n_ctx}-token context")
         counted_at = None
+        dctx = self.draft_ctx
+        draft_mark = (dctx.shapes.copy(), dctx.decode_s) if dctx is not None else None
         try:
             stats.prefill_tokens = ctx.prefill(prompt, progress=on_prefill)
             stats.prefill_s = time.perf_counter() - t_start
@@ -141,10 +144,10 @@ class SpecEngine:
                     stats.first_token_s = time.perf_counter() - t_begin
                 if event is not None:
                     yield event
-                if first and self._calibrate and not self.costs.ready:
+                if first and self._calibrate and not self.costs.measured.ready:
                     # After the first token is out (the user waits for it), before the first speculative step.
                     t_cal = time.perf_counter()
-                    self.costs.calibrate(ctx)
+                    self.costs.measured.calibrate(ctx)
                     t_start += time.perf_counter() - t_cal  # calibration is not part of this generation's time
                 first = False
                 finish = finish or self._halt(run, cancel)
@@ -170,7 +173,10 @@ class SpecEngine:
             if counted_at == stats.generated_tokens and stats.target_passes:
                 stats.target_passes -= 1  # the last pass only found the end: a pass counts when it emits a token
             stats.wall_s = time.perf_counter() - t_start
-            stats.target_token_s = self.costs.single_token_s()
+            stats.target_token_s = self.costs.measured.single_token_s()  # this machine's, whatever prices the policy
+            if dctx is not None and draft_mark is not None:
+                stats.draft_shapes = dctx.shapes - draft_mark[0]
+                stats.draft_decode_s = dctx.decode_s - draft_mark[1]
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             self.totals.merge(stats)
 
@@ -178,14 +184,14 @@ class SpecEngine:
         """Time the cost model's calibration decodes now (at load), on a throwaway cache of `base` tokens, instead of
         in the middle of the first reply: there it held back the first visible text by its whole duration (the
         text of a token is released with the next one, which came after the calibration)."""
-        if not self._calibrate or self.costs.ready:
+        if not self._calibrate or self.costs.measured.ready:
             return
         ctx = self.target
         if ctx.n_past:
             return  # a cache in use is not ours to wipe: the first generation calibrates as before
         ctx.decode([filler] * min(base, ctx.n_batch), "none")
         try:
-            self.costs.calibrate(ctx)
+            self.costs.measured.calibrate(ctx)
         finally:
             ctx.clear()
 
@@ -275,7 +281,9 @@ class SpecEngine:
         flags = [not f for f in draft.forced] + [draft.next_forced is None]
         ctx.decode([last] + draft.tokens, flags)
         t_decode = time.perf_counter() - t0
-        self.costs.observe(len(draft) + 1, sum(flags), t_decode)
+        rows = sum(flags)
+        self.costs.observe(len(draft) + 1, rows, t_decode)
+        stats.pass_shapes[(len(draft) + 1, rows)] += 1
         stats.decode_s += t_decode
         stats.target_passes += 1
         verdict = verify(draft, ctx.logits, self._policy(sampling, constraint, stats), rng)

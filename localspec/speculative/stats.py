@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 
@@ -25,6 +25,11 @@ def estimate_speedup(tokens: int, passes: int, decoding_s: float, single_token_s
     if not single_token_s or decoding_s <= 0 or not passes:
         return 0.0
     return min(tokens * single_token_s / decoding_s, tokens_per_pass(tokens, passes))
+
+
+def shape_list(shapes: Counter) -> list[list[int]]:
+    """A shape histogram as JSON: [[rows, logits rows, count], ...] by rows, then logits rows."""
+    return [[rows, logits, n] for (rows, logits), n in sorted(shapes.items())]
 
 
 @dataclass
@@ -67,6 +72,12 @@ class Stats:
     switched_off: dict[str, str] = field(default_factory=dict)  # drafters not drafting for now, and why
     source: str = ""  # who measured these figures: "" this engine, else a remote server ("llama-server", ...)
     remote_estimate: float | None = None  # a remote server's own speedup estimate (localspec serve reports one)
+    # The target's verify passes by shape, (rows, logits rows) -> count, and the draft model's decodes likewise with
+    # the seconds they took: a cost profile prices them to project this run onto another machine
+    # (speculative/profile.py), keeping the rest of the run's time (the bookkeeping) as measured.
+    pass_shapes: Counter = field(default_factory=Counter)
+    draft_shapes: Counter = field(default_factory=Counter)
+    draft_decode_s: float = 0.0
 
     @property
     def acceptance_rate(self) -> float:
@@ -145,8 +156,10 @@ class Stats:
             self.first_token_s = other.first_token_s
         for name in ("generated_tokens", "prompt_tokens", "prefill_tokens", "target_passes", "drafted", "accepted",
                      "forced", "prefill_s", "draft_s", "verify_s", "decode_s", "wall_s", "plain_passes",
-                     "plain_verify_s", "plain_decode_s"):
+                     "plain_verify_s", "plain_decode_s", "draft_decode_s"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.pass_shapes.update(other.pass_shapes)
+        self.draft_shapes.update(other.draft_shapes)
         for pos, (d, a) in enumerate(zip(other.per_position_drafted, other.per_position_accepted)):
             for _ in range(a):
                 self.record_position(pos, True)
@@ -186,6 +199,9 @@ class Stats:
             "finish_reason": self.finish_reason,
             "switched_off": dict(self.switched_off),
             **({"source": self.source} if self.source else {}),
+            "pass_shapes": shape_list(self.pass_shapes),
+            "draft_model_shapes": shape_list(self.draft_shapes),
+            "draft_model_decode_s": round(self.draft_decode_s, 4),
         }
 
     def summary(self) -> str:

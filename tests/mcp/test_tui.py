@@ -30,7 +30,7 @@ def anyio_backend():
 @pytest.fixture(scope="module")
 def chat_pair(tmp_path_factory):
     """The tiny pair with an 8K context (the app's system prompt and tool list need more than 2K tokens)."""
-    from tests.tiny_gguf import write_tiny_llama
+    from localspec.runtime.tinymodel import write_tiny_llama
 
     d = tmp_path_factory.mktemp("mcp-tui-pair")
     target = write_tiny_llama(d / "t.gguf", n_ctx_train=8192)

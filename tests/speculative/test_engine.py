@@ -201,3 +201,36 @@ def test_origins_and_stats(tiny_pair_paths):
     for key in ("generated_tokens", "target_passes", "drafted", "accepted", "acceptance_rate",
                 "mean_accepted_length", "tokens_per_second", "wall_s", "estimated_speedup", "time_s"):
         assert key in d
+
+
+def test_stats_record_pass_shapes_and_draft_model_decodes(tiny_pair_paths):
+    """What a cost profile prices (speculative/profile.py): every verify pass by (rows, logits rows), and the draft
+    model's decodes with their time."""
+    from localspec.runtime.pair import load_pair
+    from localspec.speculative.builder import build_engine
+    from localspec.speculative.engine import GenParams
+
+    target, draft = tiny_pair_paths
+    pair = load_pair(target, draft)
+    try:
+        engine = build_engine(pair)  # the draft model alone
+        prompt = pair.target.tokenize("read the file name and list the directory")
+        before = pair.draft_ctx.shapes.copy()  # load_pair's warm-up decodes
+        stats = engine.generate(prompt, GenParams(max_tokens=40)).stats
+        passes = sum(stats.pass_shapes.values())
+        # Every counted pass is a verify pass, plus the prompt's (not one) and a last one that found only the end.
+        assert stats.target_passes - 1 <= passes <= stats.target_passes
+        assert sum(rows * n for (rows, _), n in stats.pass_shapes.items()) == passes + stats.drafted
+        assert all(0 < logits <= rows for rows, logits in stats.pass_shapes)
+        assert stats.draft_shapes and stats.draft_decode_s > 0
+        assert stats.draft_shapes == pair.draft_ctx.shapes - before
+        d = stats.to_dict()
+        assert sorted(map(tuple, d["pass_shapes"])) == sorted((r, lr, n) for (r, lr), n in stats.pass_shapes.items())
+        assert d["draft_model_decode_s"] > 0 and d["draft_model_shapes"]
+        total = type(stats)()
+        total.merge(stats)
+        total.merge(stats)
+        assert total.pass_shapes == stats.pass_shapes + stats.pass_shapes
+        assert total.draft_decode_s == pytest.approx(2 * stats.draft_decode_s)
+    finally:
+        pair.close()

@@ -1,6 +1,6 @@
-"""Tiny but real llama-architecture GGUF models for tests.
+"""Tiny but real llama-architecture GGUF models, written on the fly (tests and `localspec doctor`'s self-test).
 
-Why: the real fixtures (SmolLM2, Gemma) take seconds to load and minutes to run on 2 cores. These files are a few
+Why: the real models (SmolLM2, Gemma) take seconds to load and minutes to run on 2 cores. These files are a few
 hundred KB, load in milliseconds, and go through exactly the same llama.cpp code paths (SentencePiece "llama"
 tokenizer with byte fallback, ChatML control tokens, RoPE attention, SwiGLU FFN).
 
@@ -42,7 +42,7 @@ _JSON = ['{"', '":', '",', '"}', '▁"', '▁{"', '":▁"', '",▁"', '"}}', '}}
          '"arguments":▁{', 'name', 'arguments', 'true', 'false', 'null', '00', '10', '12', '20', '100', '\\n']
 
 
-def _pieces(vocab: str) -> list[str]:
+def vocab_pieces(vocab: str) -> list[str]:
     """Normal (multi-)character pieces after the specials and the 256 byte tokens, in id order."""
     if vocab not in ("a", "b"):
         raise ValueError(f"vocab must be 'a' or 'b', got {vocab!r}")
@@ -64,7 +64,7 @@ def _vocab(vocab: str) -> tuple[list[str], list[float], list[int]]:
     tokens = list(_SPECIALS) + [f"<0x{b:02X}>" for b in range(256)]
     types = [_T.UNKNOWN] + [_T.CONTROL] * 4 + [_T.BYTE] * 256
     scores = [0.0] * len(tokens)
-    for p in _pieces(vocab):
+    for p in vocab_pieces(vocab):
         tokens.append(p)
         types.append(_T.NORMAL)
         scores.append(float(len(p)))  # longer pieces win merges -> multi-char tokens
