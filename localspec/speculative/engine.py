@@ -18,7 +18,7 @@ from localspec.speculative.draft import Draft, Drafter, DraftRequest
 from localspec.speculative.registry import TARGET
 from localspec.speculative.sampling import SamplingParams
 from localspec.speculative.stats import Stats
-from localspec.speculative.verify import TargetPolicy, verify
+from localspec.speculative.verify import DEVICE_CANDIDATES, TargetPolicy, verify
 
 
 
@@ -99,11 +99,14 @@ class SpecEngine:
         if len(prompt) >= ctx.n_ctx:
             raise ContextOverflowError(f"prompt of {len(prompt)} tokens does not fit the {ctx.n_ctx}-token context")
         counted_at = None
+        # Greedy rows are read as their few best tokens where the output layer runs, if the context can (its
+        # whole rows stay on the device); sampling needs whole rows (speculative/verify.py).
+        ctx.pick_on_device(DEVICE_CANDIDATES if params.sampling.greedy else 0)
         try:
             stats.prefill_tokens = ctx.prefill(prompt)
             stats.prefill_s = time.perf_counter() - t_start
             self._wrap_at = params.max_tokens - params.wrap_up if (params.wrap_up and constraint is not None) else None
-            pending = self._policy(params.sampling, constraint, stats).pick(ctx.logits(-1), run.rng)
+            pending = self._policy(params.sampling, constraint, stats).pick(ctx, run.rng)
             stats.target_passes += 1
             counted_at = 0  # generated_tokens when the latest pass was counted (see the `finally`)
             if self._calibrate and not self.costs.ready:
@@ -224,7 +227,7 @@ class SpecEngine:
         self.costs.observe(len(draft) + 1, sum(flags), t_decode)
         stats.decode_s += t_decode
         stats.target_passes += 1
-        verdict = verify(draft, ctx.logits, self._policy(sampling, constraint, stats), rng)
+        verdict = verify(draft, ctx, self._policy(sampling, constraint, stats), rng)
         ctx.truncate(base + 1 + verdict.accepted)
         stats.forced += verdict.forced
         self._record(draft, verdict.accepted, stats)
