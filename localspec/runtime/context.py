@@ -19,6 +19,10 @@ FLASH_ATTN = {"auto": lib.LLAMA_FLASH_ATTN_TYPE_AUTO, "on": lib.LLAMA_FLASH_ATTN
               "off": lib.LLAMA_FLASH_ATTN_TYPE_DISABLED}
 DEVICE_PICKS = ("auto", "on", "off")
 SIDE_SEQ = 1  # where a row is computed again without the backend sampler (Context.logits while picking on device)
+# Most logits rows one decode may ask for on a context that may pick on the device. Why a cap: llama.cpp reserves
+# its compute buffer for the most rows a decode may have, and sampling on the device adds a padded copy of them (on
+# Gemma's 262k vocabulary with 512 rows: 514 MiB more); verify passes have at most 65 rows (config.MAX_DRAFT).
+PICKED_ROWS_MAX = 128
 
 
 def default_threads() -> int:
@@ -66,7 +70,8 @@ class Context:
         # Picking on the device needs a second sequence sharing the cache (one cache for both: kv_unified), where
         # a row is computed again without the sampler, and room for a whole batch of sampled rows in one sequence
         # (llama.cpp allows one by default).
-        side = dict(n_seq_max=2, kv_unified=True, n_outputs_max_per_seq=settings.n_batch) \
+        rows = min(settings.n_batch, PICKED_ROWS_MAX)
+        side = dict(n_seq_max=2, kv_unified=True, n_outputs_max=rows, n_outputs_max_per_seq=rows) \
             if self.can_pick_on_device else dict(n_seq_max=1)
         params = set_fields(lib.llama_context_default_params(), n_ctx=n_ctx, n_batch=settings.n_batch,
                             n_ubatch=settings.n_batch, n_threads=threads, n_threads_batch=threads,
@@ -79,6 +84,8 @@ class Context:
         self.n_ctx = lib.llama_n_ctx(ptr)
         # llama.cpp clamps the batch to the window; sending more than it kept would trip a GGML_ASSERT.
         self.n_batch = min(settings.n_batch, lib.llama_n_batch(ptr), lib.llama_n_ubatch(ptr), self.n_ctx)
+        # Most logits rows one decode may ask for (more would trip a GGML_ASSERT in llama.cpp: checked in decode).
+        self.max_rows = min(self.n_batch, PICKED_ROWS_MAX) if self.can_pick_on_device else self.n_batch
         self.mem = lib.llama_get_memory(ptr)
         self.tokens: list[int] = []
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
@@ -137,6 +144,8 @@ class Context:
             flags = [False] * n
         else:
             flags = list(logits)
+        if sum(flags) > self.max_rows:
+            raise ValueError(f"{sum(flags)} logits rows exceed this context's {self.max_rows}")
         b = self._batch
         base = self.n_past
         for i, tok in enumerate(tokens):

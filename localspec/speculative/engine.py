@@ -183,7 +183,7 @@ class SpecEngine:
         the target's next token)."""
         ctx, params, stats = self.target, run.params, run.stats
         room = min(params.draft_max or ctx.n_batch, params.max_tokens - stats.generated_tokens - 1,
-                   ctx.n_ctx - ctx.n_past - 2, ctx.n_batch - 1)
+                   ctx.n_ctx - ctx.n_past - 2, ctx.n_batch - 1, ctx.max_rows - 1)
         draft = self._draft(run, room) if room > 0 else Draft()
         if self._completes(draft, run.constraint):
             # Forced all the way to the grammar's end: the target has no choice left, so no verify pass (the cache

@@ -87,3 +87,19 @@ def test_which_contexts_may_pick_on_device(tiny_target):
     assert may_pick_on_device(m, "auto") == bool(lib.llama_supports_gpu_offload())
     with pytest.raises(LocalspecError, match="device_picks"):
         may_pick_on_device(m, "gpu")
+
+
+def test_a_picking_context_refuses_more_rows_than_it_reserved(tiny_target):
+    """llama.cpp reserves a picking context's buffers for PICKED_ROWS_MAX rows and aborts the process past them:
+    the context refuses such a decode first (the engine never drafts that far: room < max_rows)."""
+    from localspec.runtime.context import PICKED_ROWS_MAX
+
+    m = Model(tiny_target)
+    dev = Context(m, ContextSettings(n_ctx=1024, n_batch=512, device_picks="on"))
+    assert dev.max_rows == PICKED_ROWS_MAX < dev.n_batch
+    toks = (m.tokenize("the file name is", add_special=False) * 200)[:PICKED_ROWS_MAX + 1]
+    with pytest.raises(ValueError, match="logits rows"):
+        dev.decode(toks, "all")
+    assert dev.n_past == 0
+    dev.decode(toks, [True] * PICKED_ROWS_MAX + [False])  # as many as reserved: fine
+    assert Context(m, ContextSettings(n_ctx=1024, n_batch=512, device_picks="off")).max_rows == 512
