@@ -64,7 +64,7 @@ def test_debug_set_to_zero_is_off(tmp_path):
 def broken_doctor(monkeypatch):
     from localspec.commands import doctor
 
-    def collect():
+    def collect(**_options):
         raise RuntimeError("boom in collect")
 
     monkeypatch.setattr(doctor, "collect", collect)

@@ -13,8 +13,9 @@ import numpy as np
 
 from localspec.errors import ContextOverflowError, LocalspecError
 from localspec.runtime.llama import lib
-from localspec.runtime.model import Model
+from localspec.runtime.model import Model, gpu_offload_supported, offload_layers
 from localspec.runtime.params import set_fields
+from localspec.runtime.picks import TopK
 from localspec.runtime.prefixes import PrefillInfo, PrefixStore
 
 Progress = Callable[[int, int], None]  # (tokens evaluated so far, tokens to evaluate)
@@ -24,6 +25,12 @@ RESTORE_GAIN = 32  # tokens a saved prefix must add over the cache's own reuse t
 
 FLASH_ATTN = {"auto": lib.LLAMA_FLASH_ATTN_TYPE_AUTO, "on": lib.LLAMA_FLASH_ATTN_TYPE_ENABLED,
               "off": lib.LLAMA_FLASH_ATTN_TYPE_DISABLED}
+DEVICE_PICKS = ("auto", "on", "off")
+SIDE_SEQ = 1  # where a row is computed again without the backend sampler (Context.logits while picking on device)
+# Most logits rows one decode may ask for on a context that may pick on the device. Why a cap: llama.cpp reserves
+# its compute buffer for the most rows a decode may have, and sampling on the device adds a padded copy of them (on
+# Gemma's 262k vocabulary with 512 rows: 514 MiB more); verify passes have at most 65 rows (config.MAX_DRAFT).
+PICKED_ROWS_MAX = 128
 
 
 def default_threads() -> int:
@@ -37,6 +44,24 @@ class ContextSettings:
     n_threads: int = 0  # 0: one per core, up to 8
     flash_attn: str = "auto"  # auto | on | off
     swa_full: bool = True  # keep the whole sliding-window cache so rollback and prefix reuse stay exact
+    # Whether rows may be picked where the output layer runs (Context.pick_on_device): "auto" where that layer is
+    # offloaded to a GPU. On a CPU the graph's own top-k costs more than the copy and scan it saves: llama.cpp pads
+    # the logits with a scalar loop before sampling (0.3-0.6 ms a row on Gemma's 262k vocabulary, see
+    # benchmarks/overhead.py), where copying a row and numpy's argmax take 0.1 ms.
+    device_picks: str = "auto"
+
+
+def may_pick_on_device(model: Model, setting: str) -> bool:
+    """Whether a context on `model` may pick rows on the device, for ContextSettings.device_picks."""
+    if setting not in DEVICE_PICKS:
+        raise LocalspecError(f"device_picks must be one of {', '.join(DEVICE_PICKS)}, not {setting!r}")
+    if lib.llama_model_is_recurrent(model.ptr) or lib.llama_model_is_hybrid(model.ptr):
+        return False  # their state cannot be copied to a side sequence as of an earlier position
+    if setting == "auto":
+        # llama.cpp offloads the output layer last: it is on the GPU once more layers are offloaded than repeat.
+        return gpu_offload_supported() and offload_layers(model.settings.n_gpu_layers) > lib.llama_model_n_layer(
+            model.ptr)
+    return setting == "on"
 
 
 class Context:
@@ -49,9 +74,17 @@ class Context:
         self.settings = settings
         n_ctx = min(settings.n_ctx, model.n_ctx_train) if model.n_ctx_train > 0 else settings.n_ctx
         threads = settings.n_threads or default_threads()
+        self.can_pick_on_device = may_pick_on_device(model, settings.device_picks)
+        # Picking on the device needs a second sequence sharing the cache (one cache for both: kv_unified), where
+        # a row is computed again without the sampler, and room for a whole batch of sampled rows in one sequence
+        # (llama.cpp allows one by default).
+        rows = min(settings.n_batch, PICKED_ROWS_MAX)
+        side = dict(n_seq_max=2, kv_unified=True, n_outputs_max=rows, n_outputs_max_per_seq=rows) \
+            if self.can_pick_on_device else dict(n_seq_max=1)
         params = set_fields(lib.llama_context_default_params(), n_ctx=n_ctx, n_batch=settings.n_batch,
-                            n_ubatch=settings.n_batch, n_seq_max=1, n_threads=threads, n_threads_batch=threads,
-                            flash_attn_type=FLASH_ATTN[settings.flash_attn], swa_full=settings.swa_full, no_perf=True)
+                            n_ubatch=settings.n_batch, n_threads=threads, n_threads_batch=threads,
+                            flash_attn_type=FLASH_ATTN[settings.flash_attn], swa_full=settings.swa_full, no_perf=True,
+                            **side)
         ptr = lib.llama_init_from_model(model.ptr, params)
         if not ptr:
             raise LocalspecError(f"llama.cpp could not create a context of {n_ctx} tokens for {model.path.name}")
@@ -59,6 +92,8 @@ class Context:
         self.n_ctx = lib.llama_n_ctx(ptr)
         # llama.cpp clamps the batch to the window; sending more than it kept would trip a GGML_ASSERT.
         self.n_batch = min(settings.n_batch, lib.llama_n_batch(ptr), lib.llama_n_ubatch(ptr), self.n_ctx)
+        # Most logits rows one decode may ask for (more would trip a GGML_ASSERT in llama.cpp: checked in decode).
+        self.max_rows = min(self.n_batch, PICKED_ROWS_MAX) if self.can_pick_on_device else self.n_batch
         self.mem = lib.llama_get_memory(ptr)
         self.tokens: list[int] = []
         self.prefixes: PrefixStore | None = None  # saved prompt prefixes (launch/open sets it up)
@@ -73,9 +108,20 @@ class Context:
         for i in range(self.n_batch):  # one sequence: seq ids never change, so set them once
             self._batch.n_seq_id[i] = 1
             self._batch.seq_id[i][0] = 0
+        self._picks: TopK | None = None  # the sampler chain while rows are picked on the device
+        self._tops: dict[int, tuple[list[int], list[float]] | None] = {}  # rows read back, by batch index
+        self._tops_kept = False  # every row of the last batch is in _tops (a side decode overwrote llama.cpp's)
+        self._last: tuple[int, list[int], list[bool]] | None = None  # the last batch: (position, tokens, flags)
+        self._side_batch = None  # a one-token batch on SIDE_SEQ, made on first use
+        self.side_decodes = 0  # rows computed again on the side sequence (see logits())
 
     def close(self) -> None:
         if getattr(self, "ptr", None):
+            if self._picks is not None:
+                self._picks.detach()
+                self._picks = None
+            if self._side_batch is not None:
+                lib.llama_batch_free(self._side_batch)
             lib.llama_batch_free(self._batch)
             lib.llama_free(self.ptr)
             self.ptr = None
@@ -113,6 +159,8 @@ class Context:
             flags = [False] * n
         else:
             flags = list(logits)
+        if sum(flags) > self.max_rows:
+            raise ValueError(f"{sum(flags)} logits rows exceed this context's {self.max_rows}")
         b = self._batch
         base = self.n_past
         for i, tok in enumerate(tokens):
@@ -123,16 +171,110 @@ class Context:
         rc = lib.llama_decode(self.ptr, b)
         if rc != 0:
             raise LocalspecError(f"llama_decode failed with code {rc} at position {base} ({n} tokens)")
+        # On a GPU llama_decode returns once the work is queued: wait here, so that the pass's time is the pass's
+        # (the cost model prices passes by it) instead of landing on whatever reads the first row.
+        lib.llama_synchronize(self.ptr)
         self.tokens.extend(tokens)
         self.shapes[(n, sum(flags))] += 1
         self.decode_s += time.perf_counter() - t0
+        self._last = (base, list(tokens), flags)
+        self._tops = {}
+        self._tops_kept = False
+
+    # -- picking rows on the device ------------------------------------------------------------------------------
+    def pick_on_device(self, k: int) -> bool:
+        """From the next decode on, keep only each output row's k best tokens, picked by llama.cpp where the output
+        layer runs (runtime/picks.py), and read them with top(); k=0: whole rows again. Returns whether rows are
+        picked on the device: never where this context may not (ContextSettings.device_picks). Switching makes
+        llama.cpp plan its graph again once; staying costs nothing."""
+        k = k if self.can_pick_on_device else 0
+        if (self._picks.k if self._picks is not None else 0) == k:
+            return k > 0
+        if self._picks is not None:
+            self._picks.detach()
+            self._picks = None
+        if k > 0:
+            self._picks = TopK(self.ptr, k)
+        self._last, self._tops = None, {}  # the last batch's rows were read the other way
+        return k > 0
+
+    @property
+    def picks_on_device(self) -> int:
+        """How many best tokens each row keeps on the device (0: whole rows reach the host)."""
+        return self._picks.k if self._picks is not None else 0
+
+    def top(self, i: int = -1) -> tuple[list[int], list[float]] | None:
+        """Batch row `i`'s best tokens and their logits, highest first (equal logits by token id), while rows are
+        picked on the device; None otherwise, or where llama.cpp sampled nothing."""
+        if self._picks is None:
+            return None
+        b = self._batch_index(i)
+        if b not in self._tops:
+            if self._tops_kept:
+                raise LocalspecError(f"no logits for batch row {i}")
+            self._tops[b] = self._picks.row(b)
+        return self._tops[b]
+
+    def _batch_index(self, i: int) -> int:
+        if self._last is None:
+            raise LocalspecError(f"no logits for batch row {i}: nothing decoded since the cache changed")
+        flags = self._last[2]
+        if i < 0:
+            rows = [j for j, f in enumerate(flags) if f]
+            if -i > len(rows):
+                raise LocalspecError(f"no logits for batch row {i}")
+            return rows[i]
+        if i >= len(flags) or not flags[i]:
+            raise LocalspecError(f"no logits for batch row {i}")
+        return i
 
     def logits(self, i: int = -1) -> np.ndarray:
-        """Logits of batch row `i` of the last decode, as a zero-copy float32 view (valid until the next decode)."""
+        """Logits of batch row `i` of the last decode, as a zero-copy float32 view (valid until the next decode).
+
+        While rows are picked on the device llama.cpp keeps no whole rows: the row is computed again on a side
+        sequence, at the cost of a single-token decode (counted in side_decodes), and returned as a copy."""
+        if self._picks is not None:
+            return self._side_row(i)
         ptr = lib.llama_get_logits_ith(self.ptr, i)
         if not ptr:
             raise LocalspecError(f"no logits for batch row {i}")
         return np.frombuffer(self._row_type.from_address(ctypes.addressof(ptr.contents)), dtype=np.float32)
+
+    def _side_row(self, i: int) -> np.ndarray:
+        """Row i of the last batch, decoded again on SIDE_SEQ: that sequence shares the cache's cells up to the row's
+        token (a copy of seq 0's positions, no data moved), has no sampler, so llama.cpp returns its raw logits."""
+        b = self._batch_index(i)
+        base, tokens, flags = self._last
+        pos = base + b
+        if self.tokens[pos:pos + 1] != [tokens[b]]:
+            raise LocalspecError(f"no logits for batch row {i}: the cache changed since it was decoded")
+        if not self._tops_kept:  # the side decode overwrites llama.cpp's sampled rows: keep them first
+            for j, f in enumerate(flags):
+                if f and j not in self._tops:
+                    self._tops[j] = self._picks.row(j)
+            self._tops_kept = True
+        if self._side_batch is None:
+            self._side_batch = lib.llama_batch_init(1, 0, 1)
+            self._side_batch.n_seq_id[0] = 1
+            self._side_batch.seq_id[0][0] = SIDE_SEQ
+            self._side_batch.n_tokens = 1
+            self._side_batch.logits[0] = True
+        sb = self._side_batch
+        sb.token[0], sb.pos[0] = tokens[b], pos
+        lib.llama_memory_seq_rm(self.mem, SIDE_SEQ, -1, -1)
+        lib.llama_memory_seq_cp(self.mem, 0, SIDE_SEQ, 0, pos)
+        try:
+            rc = lib.llama_decode(self.ptr, sb)
+            if rc != 0:
+                raise LocalspecError(f"llama_decode failed with code {rc} computing row {i} again at position {pos}")
+            ptr = lib.llama_get_logits_ith(self.ptr, 0)
+            if not ptr:
+                raise LocalspecError(f"no logits for batch row {i} computed again")
+            row = np.frombuffer(self._row_type.from_address(ctypes.addressof(ptr.contents)), dtype=np.float32).copy()
+        finally:
+            lib.llama_memory_seq_rm(self.mem, SIDE_SEQ, -1, -1)
+        self.side_decodes += 1
+        return row
 
     def truncate(self, n: int) -> None:
         """Roll back the KV cache to its first `n` tokens (rejected drafts leave no trace)."""
@@ -152,6 +294,7 @@ class Context:
     def clear(self) -> None:
         lib.llama_memory_clear(self.mem, True)
         self.tokens = []
+        self._last = None
 
     def common_prefix(self, tokens: Sequence[int]) -> int:
         n = 0

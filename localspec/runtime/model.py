@@ -141,7 +141,9 @@ class Model:
         return frozenset(t for t in range(self.n_vocab) if lib.llama_vocab_is_eog(self.vocab, t))
 
     def is_eog(self, token: int) -> bool:
-        return token in self.eog_tokens
+        # Asked of every emitted token: one call, not the whole set (eog_tokens asks each of the vocabulary's
+        # 262k tokens, 0.1-0.3 s that a first generation would pay).
+        return bool(lib.llama_vocab_is_eog(self.vocab, token))
 
     def tokenize(self, text: str, *, add_special: bool | None = None, parse_special: bool = True) -> list[int]:
         """Text to token ids; add_special defaults to the model's own BOS rule."""

@@ -18,7 +18,7 @@ from localspec.speculative.draft import Draft, Drafter, DraftRequest
 from localspec.speculative.registry import TARGET
 from localspec.speculative.sampling import SamplingParams
 from localspec.speculative.stats import Stats
-from localspec.speculative.verify import TargetPolicy, verify
+from localspec.speculative.verify import DEVICE_CANDIDATES, TargetPolicy, verify
 
 
 
@@ -127,13 +127,16 @@ class SpecEngine:
         counted_at = None
         dctx = self.draft_ctx
         draft_mark = (dctx.shapes.copy(), dctx.decode_s) if dctx is not None else None
+        # Greedy rows are read as their few best tokens where the output layer runs, if the context can (its
+        # whole rows stay on the device); sampling needs whole rows (speculative/verify.py).
+        ctx.pick_on_device(DEVICE_CANDIDATES if params.sampling.greedy else 0)
         try:
             stats.prefill_tokens = ctx.prefill(prompt, progress=on_prefill)
             stats.prefill_s = time.perf_counter() - t_start
             stats.reused_prefix_tokens = ctx.last_prefill.cached
             stats.restored_prefix_tokens = ctx.last_prefill.restored
             self._wrap_at = params.max_tokens - params.wrap_up if (params.wrap_up and constraint is not None) else None
-            pending = self._policy(params.sampling, constraint, stats).pick(ctx.logits(-1), run.rng)
+            pending = self._policy(params.sampling, constraint, stats).pick(ctx, run.rng)
             stats.target_passes += 1
             counted_at = 0  # generated_tokens when the latest pass was counted (see the `finally`)
             first = True
@@ -240,7 +243,7 @@ class SpecEngine:
         the target's next token)."""
         ctx, params, stats = self.target, run.params, run.stats
         room = min(params.draft_max or ctx.n_batch, params.max_tokens - stats.generated_tokens - 1,
-                   ctx.n_ctx - ctx.n_past - 2, ctx.n_batch - 1)
+                   ctx.n_ctx - ctx.n_past - 2, ctx.n_batch - 1, ctx.max_rows - 1)
         draft = self._draft(run, room) if room > 0 else Draft()
         if self._completes(draft, run.constraint):
             # Forced all the way to the grammar's end: the target has no choice left, so no verify pass (the cache
@@ -286,7 +289,7 @@ class SpecEngine:
         stats.pass_shapes[(len(draft) + 1, rows)] += 1
         stats.decode_s += t_decode
         stats.target_passes += 1
-        verdict = verify(draft, ctx.logits, self._policy(sampling, constraint, stats), rng)
+        verdict = verify(draft, ctx, self._policy(sampling, constraint, stats), rng)
         ctx.truncate(base + 1 + verdict.accepted)
         stats.forced += verdict.forced
         self._record(draft, verdict.accepted, stats)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -52,6 +53,21 @@ def constrained_argmax(logits: np.ndarray, constraint: Constraint | None) -> int
     if constraint is None or constraint.is_allowed(best):
         return best
     return masked_argmax(logits, constraint.allowed())
+
+
+def top_pick(ids: Sequence[int], logits: Sequence[float], allowed: Callable[[int], bool] | None = None) -> int | None:
+    """The greedy choice from a row's best tokens alone (ids and logits sorted highest first, equal logits by id:
+    runtime Context.top), restricted to what `allowed` accepts; None where they cannot tell it and the whole row
+    must: no candidate is allowed, or the one found ties with the lowest candidate logit (a token left out of the
+    candidates may have that logit too, and a lower id, which the whole row's argmax would pick). Every token with a
+    logit above the lowest candidate's is among the candidates, so any other answer is the whole row's argmax."""
+    if not ids:
+        return None
+    lowest = logits[-1]
+    for tok, logit in zip(ids, logits):
+        if allowed is None or allowed(tok):
+            return tok if logit > lowest else None
+    return None
 
 
 def top_prob(logits: np.ndarray, token: int) -> float:

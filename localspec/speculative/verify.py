@@ -16,21 +16,39 @@ after draft[:i]. Rows are judged in order and the first rejection ends the pass:
 If every drafted token is kept, the last row gives the target's next token for free (or the grammar forces it:
 Draft.next_forced, no logits needed). Kept tokens are consumed on the grammar as they are judged, so each row is
 judged under the grammar state it really has.
+
+Greedy rows are read the cheapest way the target context offers: where llama.cpp picked each row's few best tokens
+on the device (Context.pick_on_device), the target's token is the best one the grammar allows (sampling.top_pick);
+only where those cannot tell (none allowed) is the whole row read. Sampled rows always need whole rows: p must be
+the target's exact distribution.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import Draft
 from localspec.speculative.sampling import (Dist, SamplingParams, constrained_argmax, filtered_dist, masked_argmax,
-                                            residual)
+                                            residual, top_pick)
 
-Rows = Callable[[int], np.ndarray]  # row index of the verify pass -> the target's logits there
+# How many best tokens a greedy row keeps where the device picks them: enough that a grammar almost always allows
+# one of them (else the row is computed again whole: Context.logits), few enough to cost nothing to read back.
+DEVICE_CANDIDATES = 8
+
+
+class Rows(Protocol):
+    """A pass's rows as the target context gives them (runtime Context), by batch index (-1: the last row)."""
+
+    def logits(self, i: int) -> np.ndarray:
+        """The whole row."""
+
+    def top(self, i: int) -> tuple[Sequence[int], Sequence[float]] | None:
+        """Its best tokens and their logits, highest first (equal logits by id), where the device picked them; None
+        where it did not."""
 
 
 @dataclass(frozen=True)
@@ -57,14 +75,34 @@ class TargetPolicy:
             return masked_argmax(logits, self.allowed(row))
         return constrained_argmax(logits, self.constraint)  # checks one token before building a whole mask
 
+    def greedy_at(self, rows: Rows, i: int, row: int | None = None) -> int:
+        """The greedy token at batch row i (pass row `row`, default i): from the row's best tokens where the device
+        picked them, from the whole row where it did not or they cannot tell."""
+        row = i if row is None else row
+        top = rows.top(i)
+        if top is not None:
+            pick = top_pick(top[0], top[1], self._allows(row))
+            if pick is not None:
+                return pick
+        return self.greedy(rows.logits(i), row)
+
+    def _allows(self, row: int) -> Callable[[int], bool] | None:
+        cons = self.constraint
+        if cons is None:
+            return None
+        if self.closing(row):
+            mask = cons.closing_allowed()
+            return lambda tok: bool(mask[tok])
+        return cons.is_allowed
+
     def dist(self, logits: np.ndarray, row: int) -> Dist:
         return filtered_dist(logits, self.sampling, self.allowed(row))
 
-    def pick(self, logits: np.ndarray, rng: np.random.Generator, row: int = 0) -> int:
-        """The target's own token at a row (the first token of a generation, without drafts)."""
+    def pick(self, rows: Rows, rng: np.random.Generator, i: int = -1) -> int:
+        """The target's own token at batch row i, pass row 0 (the first token of a generation, without drafts)."""
         if self.sampling.greedy:
-            return self.greedy(logits, row)
-        return self.dist(logits, row).sample(rng)
+            return self.greedy_at(rows, i, 0)
+        return self.dist(rows.logits(i), 0).sample(rng)
 
 
 @dataclass(frozen=True)
@@ -88,13 +126,13 @@ def verify_greedy(draft: Draft, rows: Rows, policy: TargetPolicy) -> Verdict:
             _keep_forced(cons, tok)
             forced += 1
             continue
-        choice = policy.greedy(rows(i), i)
+        choice = policy.greedy_at(rows, i)
         if choice != tok:
             return Verdict(i, forced, choice)
         if cons is not None:
             cons.consume(tok)  # the target's own pick: the grammar allows it
     n = len(draft)
-    nxt = draft.next_forced if draft.next_forced is not None else policy.greedy(rows(n), n)
+    nxt = draft.next_forced if draft.next_forced is not None else policy.greedy_at(rows, n)
     return Verdict(n, forced, nxt)
 
 
@@ -106,7 +144,7 @@ def verify_sampled(draft: Draft, rows: Rows, policy: TargetPolicy, rng: np.rando
             _keep_forced(cons, tok)
             forced += 1
             continue
-        p = policy.dist(rows(i), i)
+        p = policy.dist(rows.logits(i), i)
         q = draft.q[i]
         px = p.prob(tok)
         qx = q.prob(tok) if q is not None else 1.0
@@ -115,7 +153,7 @@ def verify_sampled(draft: Draft, rows: Rows, policy: TargetPolicy, rng: np.rando
         if cons is not None:
             cons.consume(tok)  # p(tok) > 0, so the grammar allows it
     n = len(draft)
-    nxt = draft.next_forced if draft.next_forced is not None else policy.dist(rows(n), n).sample(rng)
+    nxt = draft.next_forced if draft.next_forced is not None else policy.dist(rows.logits(n), n).sample(rng)
     return Verdict(n, forced, nxt)
 
 

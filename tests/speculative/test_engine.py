@@ -12,6 +12,7 @@ from localspec.runtime.pair import load_pair
 from localspec.speculative.drafters.model import ModelDrafter
 from localspec.speculative.engine import GenParams, SpecEngine
 from localspec.speculative.sampling import SamplingParams
+from localspec.speculative.verify import DEVICE_CANDIDATES
 
 PROMPTS = [
     "The file name is",
@@ -22,44 +23,72 @@ PROMPTS = [
 ]
 
 
-def _engines(target, draft, *, n_ctx=2048, draft_max=8, p_min=0.0):
-    pair = load_pair(target, draft, ctx=ContextSettings(n_ctx=n_ctx))
-    base = SpecEngine(pair.target_ctx, None)
+def _engines(target, draft, *, n_ctx=2048, draft_max=8, p_min=0.0, picks="off"):
+    """Target-only and speculative engines on one target context; with picks="on" that context picks each row's
+    best tokens on the device (runtime/picks.py), and the target-only reference runs on a second context reading
+    whole rows."""
+    pair = load_pair(target, draft, ctx=ContextSettings(n_ctx=n_ctx, device_picks=picks))
+    ref_ctx = pair.target_ctx if picks == "off" else Context(pair.target, ContextSettings(n_ctx=n_ctx,
+                                                                                           device_picks="off"))
+    base = SpecEngine(ref_ctx, None)
     spec = SpecEngine(pair.target_ctx, ModelDrafter(pair.draft_ctx, max_len=draft_max, p_min=p_min),
                       cost_model=base.costs)
     return pair, base, spec
 
 
 def _identical_greedy(target, draft, prompts, n_tokens, **kw):
+    """How many prompts give the target-only output (whole rows) token for token: speculative decoding, and with
+    picks="on" target-only decoding on the picking context too."""
     pair, base, spec = _engines(target, draft, **kw)
+    plain = SpecEngine(pair.target_ctx, None, cost_model=base.costs) if kw.get("picks") == "on" else None
     same, drafted, accepted = 0, 0, 0
     for text in prompts:
         prompt = pair.target.tokenize(text)
         ref = base.generate(prompt, GenParams(max_tokens=n_tokens))
         got = spec.generate(prompt, GenParams(max_tokens=n_tokens))
-        same += got.tokens == ref.tokens
+        same += got.tokens == ref.tokens and (plain is None or
+                                              plain.generate(prompt, GenParams(max_tokens=n_tokens)).tokens == ref.tokens)
         drafted += got.stats.drafted
         accepted += got.stats.accepted
+    assert pair.target_ctx.picks_on_device == (DEVICE_CANDIDATES if kw.get("picks") == "on" else 0)
+    assert pair.target_ctx.side_decodes == 0  # without a grammar the best tokens always tell
     return same, drafted, accepted
 
 
 @pytest.mark.slow  # an exactness proof: thousands of verified tokens
-def test_greedy_exact_on_tiny_f32(tiny_pair_paths):
-    same, drafted, accepted = _identical_greedy(*tiny_pair_paths, PROMPTS, 96)
+@pytest.mark.parametrize("picks", ["off", "on"])
+def test_greedy_exact_on_tiny_f32(tiny_pair_paths, picks):
+    same, drafted, accepted = _identical_greedy(*tiny_pair_paths, PROMPTS, 96, picks=picks)
     assert same == len(PROMPTS)
     assert drafted > 0 and 0 < accepted < drafted  # partial acceptance: rollbacks really happened
 
 
-def test_greedy_exact_smollm2_f16_with_q4_draft(smollm2_f16, smollm2):
-    same, drafted, accepted = _identical_greedy(smollm2_f16, smollm2, PROMPTS[:3], 48)
+@pytest.mark.parametrize("picks", ["off", "on"])
+def test_greedy_exact_smollm2_f16_with_q4_draft(smollm2_f16, smollm2, picks):
+    same, drafted, accepted = _identical_greedy(smollm2_f16, smollm2, PROMPTS[:3], 48, picks=picks)
     assert same == 3
     assert accepted > 0
 
 
-def test_greedy_exact_gemma_f16_with_q2k_draft(gemma_f16, gemma_q2k):
-    same, drafted, accepted = _identical_greedy(gemma_f16, gemma_q2k, PROMPTS[:3], 48, p_min=0.0)
+@pytest.mark.parametrize("picks", ["off", "on"])
+def test_greedy_exact_gemma_f16_with_q2k_draft(gemma_f16, gemma_q2k, picks):
+    same, drafted, accepted = _identical_greedy(gemma_f16, gemma_q2k, PROMPTS[:3], 48, p_min=0.0, picks=picks)
     assert same == 3
     assert 0 < accepted < drafted
+
+
+def test_sampling_reads_whole_rows_on_a_picking_context(tiny_pair_paths):
+    """Speculative sampling needs the target's exact distribution: on a context that picks greedy rows on the
+    device, a sampled generation reads whole rows and draws exactly what it draws on a context that never picks."""
+    params = GenParams(max_tokens=48, sampling=SamplingParams(temperature=0.9, seed=7))
+    outs = {}
+    for picks in ("off", "on"):
+        pair, _, spec = _engines(*tiny_pair_paths, picks=picks)
+        outs[picks] = spec.generate(pair.target.tokenize("hello world"), params).tokens
+        assert pair.target_ctx.picks_on_device == 0 and pair.target_ctx.side_decodes == 0
+        spec.generate(pair.target.tokenize("hello"), GenParams(max_tokens=4))  # greedy again: picks come back
+        assert pair.target_ctx.picks_on_device == (DEVICE_CANDIDATES if picks == "on" else 0)
+    assert outs["on"] == outs["off"]
 
 
 def _record_rows(ctx: Context) -> list[tuple[int, int]]:

@@ -192,3 +192,31 @@ def test_wrap_up_ends_a_string_before_closing_braces(tiny_target):
     assert closing[one(",")[0]] and not closing[one("3")[0]]
     cons.rollback(len(more))
     assert cons.closing_allowed()[quote] and not cons.closing_allowed()[brace]
+
+
+def test_rows_picked_on_the_device_fall_back_to_whole_rows_the_grammar_needs(smollm2_f16):
+    """Greedy rows picked on the device (their 8 best tokens) under a grammar: where none of those is allowed (an
+    enum of words the model would never write after a story prompt) the row is computed again whole, and the call
+    is token for token what constrained decoding on whole rows writes, target-only and speculative alike."""
+    from localspec.runtime.pair import load_pair
+    from localspec.speculative.builder import build_engine
+    from localspec.speculative.config import DraftingConfig
+
+    pair = load_pair(smollm2_f16, ctx=ContextSettings(n_ctx=1024, device_picks="on"))
+    m = pair.target
+    whole = SpecEngine(Context(m, ContextSettings(n_ctx=1024, device_picks="off")))
+    plain = SpecEngine(pair.target_ctx)
+    spec = build_engine(pair, DraftingConfig(drafters=("schema", "history", "ngram")))
+    schema = {"type": "object", "properties": {
+        "mood": {"type": "string", "enum": ["zqxv", "vqxz", "xxqq"]}, "sunny": {"type": "boolean"},
+        "note": {"type": "string", "maxLength": 30}}, "required": ["mood", "sunny", "note"]}
+    prompt = m.tokenize("Once upon a time, in a small village by the sea, there lived")
+    params = GenParams(max_tokens=80)
+    ref = whole.generate(prompt, params, constraint=GrammarConstraint(m, json_schema_grammar(schema)))
+    assert json.loads(ref.text)["mood"] in schema["properties"]["mood"]["enum"]
+    for engine in (plain, spec):
+        before = pair.target_ctx.side_decodes
+        got = engine.generate(prompt, params, constraint=GrammarConstraint(m, json_schema_grammar(schema)))
+        assert got.text == ref.text
+        assert pair.target_ctx.side_decodes > before  # the enum's first letters were nowhere near the top
+    assert pair.target_ctx.picks_on_device == 8
