@@ -12,6 +12,7 @@ from localspec.chat.prompt import chat_prompt_tokens, tool_format
 from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.builder import build_engine
+from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel
 from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.engine import GenParams
@@ -62,8 +63,8 @@ class ConfigRun:
     def __init__(self, pair: LoadedPair, drafters, *, max_tokens: int = 384, draft_max: int = 64,
                  warm_up: Case | None = None, costs: CostModel | None = None):
         self.pair = pair
-        self.engine = build_engine(pair, drafters=drafters, draft_max=8, draft_p_min=0.5, history=CallHistory(),
-                                   costs=costs)
+        self.engine = build_engine(pair, DraftingConfig(drafters=tuple(drafters), draft_max=8, draft_p_min=0.5),
+                                   history=CallHistory(), costs=costs)
         self.fmt = tool_format(pair.target)
         self.params = GenParams(max_tokens=max_tokens, sampling=SamplingParams(temperature=0.0),
                                 draft_max=draft_max, wrap_up=min(WRAP_UP, max_tokens // 4))

@@ -162,10 +162,11 @@ def gen_params(args):
 def engine_from_args(args, pair):
     """The engine every headless command uses: the chosen drafters, with tool-call history persisted per user."""
     from localspec.speculative.builder import build_engine
+    from localspec.speculative.config import DraftingConfig
 
     drafters = () if args.no_draft else registry.parse_names(args.drafters)
     from localspec.agent.history import call_history
 
     history = call_history() if "history" in drafters else None
-    return build_engine(pair, use_draft_model=not args.no_draft, draft_max=args.draft_max,
-                        draft_p_min=args.draft_p_min, drafters=drafters, history=history)
+    return build_engine(pair, DraftingConfig(drafters=drafters, draft_max=args.draft_max,
+                                             draft_p_min=args.draft_p_min), history=history)

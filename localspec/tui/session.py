@@ -133,6 +133,7 @@ class ChatSession:
         from localspec.runtime.model import ModelSettings
         from localspec.runtime.pair import load_pair
         from localspec.speculative.builder import build_engine
+        from localspec.speculative.config import DraftingConfig
 
         tuning = self.settings.tuning(sel.hints)
         ctx = ContextSettings(n_ctx=self.options.n_ctx, n_threads=app_threads(self.options.n_threads))
@@ -147,9 +148,9 @@ class ChatSession:
                 # Before the engine and agent: they read the template (tool-call format, prompts).
                 warning = apply_chat_template(pair.target, self.options.chat_template
                                               or self.settings.chat_templates.get(sel.pair or ""))
-                self._engine = build_engine(pair, use_draft_model=self.settings.drafters.model,
-                                            draft_max=tuning.draft_max, draft_p_min=tuning.draft_p_min,
-                                            drafters=drafters, history=self.call_history)
+                self._engine = build_engine(pair, DraftingConfig(drafters=tuple(drafters), draft_max=tuning.draft_max,
+                                                                 draft_p_min=tuning.draft_p_min),
+                                            history=self.call_history)
                 self._agent = self._new_agent(self._engine, sel.hints)
                 self._warm_up(pair.target)
             except BaseException:
