@@ -296,6 +296,12 @@ class HybridDrafter(Drafter):
         if coef is None or not t1:
             return UNIT_COSTS_UNMEASURED
         _, c1, c2 = coef
+        # A row never costs more than a plain step of its own (a pass of two rows is cheaper than two passes); a fit
+        # over timings that other processes stalled can say otherwise (140 ms a row against a 38 ms step was seen
+        # while a compiler ran), which would stop all drafting. Such rows are scaled down to what a step allows.
+        over = (c1 + c2) / ((1 - MIN_FIXED_SHARE) * t1)
+        if over > 1:
+            c1, c2 = c1 / over, c2 / over
         return max(t1 - c1 - c2, MIN_FIXED_SHARE * t1), c1, c2
 
     @staticmethod

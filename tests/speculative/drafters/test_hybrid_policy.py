@@ -127,9 +127,13 @@ def test_unit_costs_and_row_share():
     hybrid = HybridDrafter(costs=measured())
     assert hybrid._unit_costs() == pytest.approx((C0, C1, C2))
     assert hybrid._row_share() == pytest.approx((C1 + C2) / (C0 + C1 + C2))  # 0.2308
-    # Where rows cost almost a whole step, a pass's fixed cost is taken as at least a fifth of a step.
+    # Where rows cost almost a whole step, a pass's fixed cost is taken as at least a fifth of a step, and a row
+    # with its logits at most the rest: 0.004 + 0.005 = 0.009 against a step of 0.010 is scaled by 0.008 / 0.009.
     hybrid = HybridDrafter(costs=measured(0.001, 0.004, 0.005))
-    assert hybrid._unit_costs() == pytest.approx((0.2 * 0.010, 0.004, 0.005))
+    assert hybrid._unit_costs() == pytest.approx((0.2 * 0.010, 0.004 * 8 / 9, 0.005 * 8 / 9))
+    # A fit skewed by stalled timings (a row at 3.6 steps): scaled the same way, so drafting does not stop.
+    hybrid = HybridDrafter(costs=measured(0.001, 0.02, 0.02))  # step 0.041, rows 0.04: 0.0328 / 0.04
+    assert hybrid._unit_costs() == pytest.approx((0.2 * 0.041, 0.02 * 0.82, 0.02 * 0.82))
 
 
 # -- how far a candidate goes, where the draft is cut --------------------------------------------------------
