@@ -20,7 +20,9 @@ it ended, i.e. where the target's own token had to come from a pass of its own:
 calls' strings read unescaped, plus, for `new`, the same call's `old`.
 
 Prints tokens per pass, rows per pass and passes for each config, the identical share, valid JSON, and the pass
-ends; --passes-out writes every toolspec pass (JSON lines) for a closer look.
+ends; --passes-out writes every toolspec pass (JSON lines) for a closer look. The JSON output keeps every config's
+outputs: given back as --reference, a later run (another commit) runs toolspec alone and takes baseline's outputs
+and the oracle's figures from it (on F16 weights both are fixed), a third of the time.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int)
     p.add_argument("--json", action="store_true")
     p.add_argument("--passes-out")
+    p.add_argument("--reference", help="an earlier run's --json output: baseline and oracle are not run again")
     p.add_argument("--live-costs", action="store_true",
                    help="price drafts by this run's own timings instead of benchmarks/cpu_costs.json")
     a = p.parse_args(argv)
@@ -160,10 +163,12 @@ def main(argv=None) -> int:
     oracle = OracleDrafter()
     costs = None if a.live_costs else FixedCosts.for_target(a.target)
     costs = costs or CostModel()
-    runs = {"baseline": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0]),
-            "oracle": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0], costs=costs),
-            "toolspec": runner.ConfigRun(pair, runner.CONFIGS["toolspec"], warm_up=cases[0], costs=costs)}
-    runs["oracle"].engine.drafter = oracle
+    ref = json.loads(Path(a.reference).read_text()) if a.reference else None
+    runs = {} if ref else {"baseline": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0]),
+                           "oracle": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0], costs=costs)}
+    runs["toolspec"] = runner.ConfigRun(pair, runner.CONFIGS["toolspec"], warm_up=cases[0], costs=costs)
+    if not ref:
+        runs["oracle"].engine.drafter = oracle
     names = {id(r.engine): n for n, r in runs.items()}
     log: list[dict] = []
     orig_verify = engine_mod.SpecEngine._verify
@@ -193,13 +198,13 @@ def main(argv=None) -> int:
     rows: dict[str, list[int]] = {"oracle": [0, 0], "toolspec": [0, 0]}
     out_passes = open(a.passes_out, "w") if a.passes_out else None
     for case in cases:
-        base = runs["baseline"].run(case)
-        raw["baseline"].append(base)
         prompt = runner.case_prompt(pair, case)
-        oracle.prompt_len = len(prompt)
-        oracle.reference = list(emitted["baseline"])
+        if not ref:
+            raw["baseline"].append(runs["baseline"].run(case))
+            oracle.prompt_len = len(prompt)
+            oracle.reference = list(emitted["baseline"])
         corpus = raw_view(b"".join(model.token_bytes(t, special=False) for t in prompt)).decode("utf-8", "replace")
-        for name in ("oracle", "toolspec"):
+        for name in [n for n in ("oracle", "toolspec") if n in runs]:
             del log[:]
             res = runs[name].run(case)
             raw[name].append(res)
@@ -227,7 +232,17 @@ def main(argv=None) -> int:
 
     out = {"suite": Path(a.suite).name, "target": Path(a.target).name, "cases": len(cases),
            "costs": "pinned" if isinstance(costs, FixedCosts) else "live", "configs": {}}
+    if ref:  # baseline's outputs and the oracle's figures as they were
+        base_texts = ref["outputs"]["baseline"][:len(cases)]
+        raw["baseline"] = [runner.CaseResult(id="", text=t, calls=[], valid_json=True, correct=False, generated=0,
+                                             passes=0, drafted=0, accepted=0, forced=0, prefill_s=0.0,
+                                             generation_s=0.0, latency_s=0.0) for t in base_texts]
+        out["configs"]["baseline"] = ref["configs"]["baseline"]
+        out["configs"]["oracle"] = ref["configs"]["oracle"]
+        out["reference"] = a.reference
     for name, res in raw.items():
+        if ref and name == "baseline":
+            continue
         s = runner.summarize(res, raw["baseline"])
         row = {k: s[k] for k in ("mean_accepted_length", "target_passes", "generated_tokens", "tokens_per_second",
                                  "identical_to_baseline", "valid_json")}
@@ -237,6 +252,7 @@ def main(argv=None) -> int:
     o, t = out["configs"]["oracle"], out["configs"]["toolspec"]
     out["toolspec_share_of_oracle_tokens_per_pass"] = round(t["mean_accepted_length"] / o["mean_accepted_length"], 3)
     out["toolspec_pass_ends"] = dict(ends.most_common())
+    out["outputs"] = {name: [r.text for r in res] for name, res in raw.items()}
     if a.json:
         print(json.dumps(out))
         return 0

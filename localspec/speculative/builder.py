@@ -10,8 +10,12 @@ from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.drafters.hybrid import HybridDrafter
 from localspec.speculative.drafters.memory import SpanMemory
 from localspec.speculative.drafters.model import ModelDrafter
+from localspec.speculative.drafters.recall import GenerationLog, GenerationMemory
 from localspec.speculative.engine import SpecEngine
 from localspec.speculative.sources import SourceKit, build_sources
+
+
+GENERATIONS_FILE = "generations.jsonl"
 
 
 def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), *,
@@ -22,7 +26,9 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
     only if the pair has one. Engines on the same target context may share `costs` (what a pass costs is the
     machine's, not a config's). The copy drafter's `memory` (text of earlier requests and sessions) belongs to the
     engine built here, so it lasts as long as the engine does (every request `serve` answers); without one, a new
-    memory is seeded from `history`'s persisted calls (earlier sessions)."""
+    memory is seeded from `history`'s persisted calls (earlier sessions). What the engine generates is remembered
+    too (drafters/recall.py), and where `history` is persisted, logged beside it (GENERATIONS_FILE) for the next
+    process."""
     names = set(drafting.drafters)
     model = None
     if drafting.uses_model and pair.draft_ctx is not None:
@@ -35,9 +41,14 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
         for text in (history.calls if history is not None else ()):
             remember_call(memory, text)
     target = pair.target
-    kit = SourceKit(token_bytes=target.token_bytes, tokenize=lambda text: target.tokenize(text, add_special=False),
+    tokenize = lambda text: target.tokenize(text, add_special=False)  # noqa: E731
+    # Generations are logged beside the persisted call history (the same user data, the same lifetime); an engine
+    # without a persisted history remembers them for its own life only.
+    log = GenerationLog(history.path.with_name(GENERATIONS_FILE)) if history is not None and history.path else None
+    kit = SourceKit(token_bytes=target.token_bytes, tokenize=tokenize,
                     plain=lambda text: target.tokenize(text, add_special=False, parse_special=False),
-                    history=history, memory=memory, max_draft=drafting.max_draft)
+                    history=history, memory=memory, max_draft=drafting.max_draft,
+                    generations=GenerationMemory(target.token_bytes, tokenize, log))
     hybrid = HybridDrafter(
         costs=costs, sources=build_sources(kit, names), schema="schema" in names, model=model,
         max_len=drafting.max_draft, tokenize=kit.tokenize,

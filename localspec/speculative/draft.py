@@ -69,6 +69,10 @@ class Drafter(ABC):
     def remember_call(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
         """A finished tool call, for drafters that learn from earlier calls (the history drafter)."""
 
+    def finish(self, tokens: Sequence[int], prompt_len: int) -> None:
+        """A generation ended: `tokens` is its prompt (the first `prompt_len`) and what it generated, for drafters
+        that remember generations (a repeated or regenerated request drafts from them)."""
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -132,6 +136,9 @@ class CandidateDrafter(Drafter):
     def add_call_tokens(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
         """A finished tool call exactly as the model wrote it, passed on by the hybrid's remember_call (only sources
         that learn from calls keep it)."""
+
+    def finish(self, tokens: Sequence[int], prompt_len: int) -> None:
+        """A finished generation, passed on by the hybrid (only sources that remember generations keep it)."""
 
     def propose(self, req: DraftRequest) -> Draft:
         found = self.candidate(req.history, req.max_len, req.constraint)

@@ -141,6 +141,8 @@ class SpecEngine:
             stats.target_token_s = self.costs.single_token_s()
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             self.totals.merge(stats)
+            if self.drafter is not None and stats.generated_tokens:
+                self.drafter.finish(run.history, len(prompt))  # what was generated, for a later request to draft
 
     def remember_call(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
         """A finished tool call, for drafters that learn from earlier calls (the history drafter)."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import Candidate, CandidateDrafter, Draft, Drafter, DraftRequest
-from localspec.speculative.drafters.gate import SourceGate
+from localspec.speculative.drafters.gate import MIN_COST_SHARE, SourceGate
 from localspec.speculative.drafters.rates import (FLOOR, LINE, PROSE, START, THRESHOLD_UNMEASURED, AcceptanceRates,
                                                   base, depth)
 
@@ -145,6 +145,10 @@ class HybridDrafter(Drafter):
         for src in self.sources:
             src.add_call_tokens(tokens, text, tool)
 
+    def finish(self, tokens: Sequence[int], prompt_len: int) -> None:
+        for src in self.sources:
+            src.finish(tokens, prompt_len)
+
     # -- costs -----------------------------------------------------------------------------------------------
     def _gate(self, gate: SourceGate) -> None:
         """At the end of each window, rest the sources whose lookups cost more than their accepted tokens saved
@@ -160,7 +164,7 @@ class HybridDrafter(Drafter):
             if key not in gate.lookup_s:
                 continue  # it sat out this window (or never looked)
             spent, saved = gate.lookup_s[key], gate.saved.get(key, 0) * step
-            if step and spent > saved and (gate.prose or gate.drafted.get(key, 0)):
+            if step and spent - saved > MIN_COST_SHARE * gate.asked * step and (gate.prose or gate.drafted.get(key, 0)):
                 gate.rest[key] = rest = gate.rest_for(key)
                 self.switched_off[gate.label(key)] = (
                     f"lookups cost {1000 * spent / gate.asked:.3f} ms a step, saved {1000 * saved / gate.asked:.3f} "
