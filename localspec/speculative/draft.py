@@ -111,6 +111,9 @@ class CandidateDrafter(Drafter):
     # It only has something to say inside a tool call (values copied into JSON, which tool): in prose the hybrid
     # does not ask it, so its lookups cost nothing there.
     grammar_only = False
+    # It drafts from what earlier generations wrote: seeded sampling must replay exactly whatever ran before it, so
+    # the hybrid does not ask it then.
+    remembers = False
 
     @property
     def rate_key(self) -> str:

@@ -335,7 +335,7 @@ class HybridDrafter(Drafter):
         gate = self._now
         for src in self.sources:
             key = src.rate_key  # acceptance is tracked per source, even under a shared name
-            if gate.rest.get(key, 0) > 0 or (cons is None and src.grammar_only):
+            if gate.rest.get(key, 0) > 0 or (cons is None and src.grammar_only) or (src.remembers and self.rates.fixed):
                 continue
             t0 = time.perf_counter()
             found: Candidate | None = src.candidate(context, room, cons)

@@ -93,6 +93,7 @@ class GenerationMemory:
 class RecallDrafter(CandidateDrafter):
     name = "history"  # reported with the call history (one switch: what earlier turns and sessions wrote)
     key = "recall"
+    remembers = True
 
     def __init__(self, memory: GenerationMemory):
         self.memory = memory

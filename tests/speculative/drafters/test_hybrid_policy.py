@@ -109,6 +109,18 @@ def test_seeded_sampling_uses_priors_only():
     assert hybrid._threshold() == 0.15 and hybrid._unit_costs() == (1.0, 0.08, 0.1)
 
 
+def test_seeded_sampling_does_not_ask_a_source_that_remembers_earlier_generations():
+    """Seeded sampling must replay exactly: a draft from what a first run generated would change the second's
+    accept/resample draws."""
+    recall, plain = Literal("recall", [7, 8], at=1), Literal("ngram", [5, 6], at=1)
+    recall.remembers = True
+    hybrid = HybridDrafter(costs=CostModel(), sources=[recall])
+    assert hybrid.propose(DraftRequest([0], 8, SamplingParams())).tokens == [7, 8]  # greedy: asked
+    seeded = DraftRequest([0], 8, SamplingParams(temperature=0.8, seed=3))
+    assert hybrid.propose(seeded).tokens == []
+    assert HybridDrafter(costs=CostModel(), sources=[plain]).propose(seeded).tokens == [5, 6]
+
+
 # -- costs -----------------------------------------------------------------------------------------------------
 
 def test_threshold_is_a_rows_marginal_cost_over_a_plain_step():
