@@ -20,7 +20,12 @@ it ended, i.e. where the target's own token had to come from a pass of its own:
 calls' strings read unescaped, plus, for `new`, the same call's `old`.
 
 Prints tokens per pass, rows per pass and passes for each config, the identical share, valid JSON, and the pass
-ends; --passes-out writes every toolspec pass (JSON lines) for a closer look. The JSON output keeps every config's
+ends; --passes-out writes every toolspec pass (JSON lines) for a closer look.
+
+What a token tree could add (several candidates verified in one pass, branches sharing the prefix): for every pass
+whose draft was rejected, the candidates the sources offered for that proposal are checked against what the model
+wrote; where one not drafted would have been accepted further than the drafted one got, a second branch would
+have won those tokens in the same pass (an upper bound: the cut and the grammar are not applied to it). The JSON output keeps every config's
 outputs: given back as --reference, a later run (another commit) runs toolspec alone and takes baseline's outputs
 and the oracle's figures from it (on F16 weights both are fixed), a third of the time.
 """
@@ -171,6 +176,21 @@ def main(argv=None) -> int:
         runs["oracle"].engine.drafter = oracle
     names = {id(r.engine): n for n, r in runs.items()}
     log: list[dict] = []
+    offered: list[tuple[int, int, list[int]]] = []  # (pass number, context length, tokens): each source's candidate
+
+    def offering(src):
+        plain = src.candidate
+
+        def candidate(context, max_len, constraint=None):
+            found = plain(context, max_len, constraint)
+            if found is not None and found.tokens:
+                offered.append((len(log), len(context), list(found.tokens)))
+            return found
+        return candidate
+
+    for src in runs["toolspec"].engine.drafter.sources:
+        src.candidate = offering(src)
+    tree = {"rejected_passes": 0, "extended": 0, "tokens": 0}
     orig_verify = engine_mod.SpecEngine._verify
 
     def verify(self, last, draft, sampling, constraint, rng, stats):
@@ -205,7 +225,7 @@ def main(argv=None) -> int:
             oracle.reference = list(emitted["baseline"])
         corpus = raw_view(b"".join(model.token_bytes(t, special=False) for t in prompt)).decode("utf-8", "replace")
         for name in [n for n in ("oracle", "toolspec") if n in runs]:
-            del log[:]
+            del log[:], offered[:]
             res = runs[name].run(case)
             raw[name].append(res)
             rows[name][0] += sum(x["rows"] for x in log)
@@ -220,7 +240,22 @@ def main(argv=None) -> int:
                 pieces.append(piece)
                 pos += len(piece)
             text = "".join(pieces)
-            for x in log:
+            out_toks = emitted[name]
+            for k, x in enumerate(log):
+                if x["accepted"] < x["drafted"]:
+                    tree["rejected_passes"] += 1
+                    best = x["at"]
+                    for _, n_ctx, toks in (o for o in offered if o[0] == k):
+                        start = n_ctx - len(prompt)
+                        if not 0 <= start <= x["at"]:
+                            continue
+                        n = 0
+                        while n < len(toks) and start + n < len(out_toks) and toks[n] == out_toks[start + n]:
+                            n += 1
+                        best = max(best, start + n)
+                    if best > x["at"]:
+                        tree["extended"] += 1
+                        tree["tokens"] += best - x["at"]
                 at = offs[x["at"]] if x["at"] < len(offs) else len(text)
                 x["end"] = "end of call" if at >= len(text) else classify(text, at, corpus)
                 ends[x["end"]] += 1
@@ -252,6 +287,7 @@ def main(argv=None) -> int:
     o, t = out["configs"]["oracle"], out["configs"]["toolspec"]
     out["toolspec_share_of_oracle_tokens_per_pass"] = round(t["mean_accepted_length"] / o["mean_accepted_length"], 3)
     out["toolspec_pass_ends"] = dict(ends.most_common())
+    out["token_tree_upper_bound"] = tree
     out["outputs"] = {name: [r.text for r in res] for name, res in raw.items()}
     if a.json:
         print(json.dumps(out))
@@ -262,6 +298,8 @@ def main(argv=None) -> int:
               f"rows/verify pass {v.get('rows_per_verify_pass', 1.0):5.2f}  {v['tokens_per_second']:7.2f} tok/s  "
               f"identical {v['identical_to_baseline']:.2f}  valid JSON {v['valid_json']:.2f}")
     print(f"  toolspec tokens/pass = {out['toolspec_share_of_oracle_tokens_per_pass']:.0%} of the oracle's")
+    print(f"  a second branch per pass: {tree['extended']} of {tree['rejected_passes']} rejected passes extended, "
+          f"{tree['tokens']} tokens more (upper bound)")
     print("  where toolspec's passes ended:")
     for k, v in ends.most_common():
         print(f"    {v:5}  {k}")

@@ -10,7 +10,7 @@ from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.drafters.hybrid import HybridDrafter
 from localspec.speculative.drafters.memory import SpanMemory
 from localspec.speculative.drafters.model import ModelDrafter
-from localspec.speculative.drafters.recall import GenerationLog, GenerationMemory
+from localspec.speculative.drafters.recall import GenerationLog, GenerationMemory, vocabulary_id
 from localspec.speculative.engine import SpecEngine
 from localspec.speculative.sources import SourceKit, build_sources
 
@@ -48,7 +48,8 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
     kit = SourceKit(token_bytes=target.token_bytes, tokenize=tokenize,
                     plain=lambda text: target.tokenize(text, add_special=False, parse_special=False),
                     history=history, memory=memory, max_draft=drafting.max_draft,
-                    generations=GenerationMemory(target.token_bytes, tokenize, log))
+                    generations=GenerationMemory(target.token_bytes, tokenize, log,
+                                                 vocabulary_id(target.n_vocab, target.token_bytes) if log else ""))
     hybrid = HybridDrafter(
         costs=costs, sources=build_sources(kit, names), schema="schema" in names, model=model,
         max_len=drafting.max_draft, tokenize=kit.tokenize,

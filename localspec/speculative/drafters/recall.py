@@ -6,13 +6,16 @@ replaced the context that held it). This source keeps every finished generation,
 continued, in a SuffixIndex (drafters/suffixes.py), and drafts from it from the reply's first token on: the
 context's tail, the prompt's last tokens, finds the place where the earlier reply started. llama-server's
 `--spec-type ngram-mod` keeps a similar table across requests. A GenerationLog persists the generations (JSON lines
-beside the call history), so the next process starts with them.
+beside the call history), so the next process starts with them: as text (any model can read them back) and as the
+tokens of the model that wrote them, tagged with its vocabulary, so the same model reads them back without
+tokenising (a megabyte of text takes seconds to tokenise on a busy 2-core machine).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -24,6 +27,7 @@ PROMPT_TAIL = 64  # tokens of the prompt kept with a generation: enough to find 
 STRONG_MATCH = 16  # tokens: a shorter match (a phrase that recurs in many replies) is a guess of its own kind
 MIN_SUPPORT = 0.5  # ... and so is a continuation fewer than half of the longest matches went on with
 MIN_MATCH = 6  # shorter matches propose nothing
+RETOKENIZE_BYTES = 64 << 10  # text of another vocabulary's generations tokenised at start, newest first
 
 
 class GenerationLog:
@@ -34,24 +38,29 @@ class GenerationLog:
         self.path = Path(path) if path else None
         self.max_bytes = max_bytes
 
-    def read(self) -> list[tuple[str, str]]:
+    def read(self) -> list[dict]:
+        """The logged generations, oldest first: {"prompt", "output"} and, where logged, "vocab" and "tokens"."""
         if self.path is None or not self.path.exists():
             return []
         out = []
         for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 row = json.loads(line)
-                out.append((str(row["prompt"]), str(row["output"])))
+                if isinstance(row["prompt"], str) and isinstance(row["output"], str):
+                    out.append(row)
             except (ValueError, KeyError, TypeError):
                 continue  # a damaged line costs one remembered generation, not the log
         return out
 
-    def append(self, prompt: str, output: str) -> None:
+    def append(self, prompt: str, output: str, tokens: Sequence[int] = (), vocab: str = "") -> None:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        row = {"prompt": prompt, "output": output}
+        if vocab:
+            row.update(vocab=vocab, tokens=list(tokens))
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"prompt": prompt, "output": output}) + "\n")
+            fh.write(json.dumps(row) + "\n")
         if self.path.stat().st_size > self.max_bytes:
             lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
             self.path.write_text("".join(x + "\n" for x in lines[len(lines) // 2:]), encoding="utf-8")
@@ -62,19 +71,29 @@ class GenerationMemory:
     Texts from the log are tokenised with the target's tokenizer when the memory is built."""
 
     def __init__(self, token_bytes: Callable[..., bytes], tokenize: Callable[[str], list[int]],
-                 log: GenerationLog | None = None):
+                 log: GenerationLog | None = None, vocab: str = ""):
         self._token_bytes = token_bytes
         self._tokenize = tokenize  # special tokens parsed: the prompt's turn markers come back as themselves
         self.log = log
+        self.vocab = vocab  # the target's vocabulary, as vocabulary_id() says it: logged tokens of it are read as is
         self._index: SuffixIndex | None = None
 
     @property
     def index(self) -> SuffixIndex:
-        """Built on first use (reading the log costs a tokenisation of it: not for engines that never draft)."""
+        """Built on first use, from the log: this vocabulary's tokens as logged; other generations' text tokenised,
+        the newest RETOKENIZE_BYTES of it."""
         if self._index is None:
             self._index = SuffixIndex()
-            for prompt, output in (self.log.read() if self.log is not None else ()):
-                self._index.add(self._tokenize(prompt) + self._tokenize(output))
+            seqs, budget = [], RETOKENIZE_BYTES
+            for row in reversed(self.log.read() if self.log is not None else ()):
+                toks = row.get("tokens")
+                if self.vocab and row.get("vocab") == self.vocab and isinstance(toks, list):
+                    seqs.append([t for t in toks if isinstance(t, int)])
+                elif budget > 0:
+                    budget -= len(row["prompt"]) + len(row["output"])
+                    seqs.append(self._tokenize(row["prompt"]) + self._tokenize(row["output"]))
+            for seq in reversed(seqs):
+                self._index.add(seq)
         return self._index
 
     def _text(self, tokens: Sequence[int]) -> str:
@@ -87,7 +106,15 @@ class GenerationMemory:
         head = max(prompt_len - PROMPT_TAIL, 0)
         self.index.add(tokens[head:])
         if self.log is not None:
-            self.log.append(self._text(tokens[head:prompt_len]), self._text(tokens[prompt_len:]))
+            self.log.append(self._text(tokens[head:prompt_len]), self._text(tokens[prompt_len:]), tokens[head:],
+                            self.vocab)
+
+
+def vocabulary_id(n_vocab: int, token_bytes: Callable[..., bytes]) -> str:
+    """A short name for a vocabulary: its size and a checksum of a sample of its tokens' text (models that share a
+    tokenizer share it: a quantized copy, a draft of the same family)."""
+    step = max(1, n_vocab // 512)
+    return f"{n_vocab}:{zlib.crc32(b''.join(token_bytes(i) for i in range(0, n_vocab, step))):08x}"
 
 
 class RecallDrafter(CandidateDrafter):

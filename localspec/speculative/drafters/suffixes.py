@@ -59,6 +59,18 @@ class SuffixIndex:
             else:
                 seq.append(t)
 
+    def _match(self, end: int, context: Sequence[int]) -> int:
+        """How many tokens up to `end` agree with the context's last ones (at least KEY, at most MAX_MATCH): eight
+        at a time while whole slices agree (a list comparison runs in C), then one by one."""
+        toks, n = self.tokens, len(context)
+        lim = min(MAX_MATCH, n, end + 1)
+        m = KEY
+        while m + 8 <= lim and toks[end - m - 7:end - m + 1] == context[n - m - 8:n - m]:
+            m += 8
+        while m < lim and toks[end - m] == context[n - m - 1]:
+            m += 1
+        return m
+
     def find(self, context: Sequence[int], max_len: int) -> tuple[list[int], int, float]:
         """(the continuation, the length of the match that found it, the share of the longest matches whose next
         token is the continuation's first); ([], 0, 0.0) when the context's last KEY tokens were never seen."""
@@ -68,36 +80,60 @@ class SuffixIndex:
         if not ends:
             return [], 0, 0.0
         toks = self.tokens
-        n_ctx = len(context)
+        context = list(context[-MAX_MATCH - 1:])
         best, at = 0, []
         for e in reversed(ends[-SCAN:]):
             if toks[e + 1] == SEP:
                 continue
-            m = KEY
-            while m < MAX_MATCH and m < n_ctx and e - m >= 0 and toks[e - m] == context[-m - 1]:
-                m += 1
+            m = self._match(e, context)
             if m > best:
                 best, at = m, [e]
             elif m == best:
                 at.append(e)
         if not at:
             return [], 0, 0.0
-        live = at[:MAX_LIVE]  # most recent first
+        conts = []  # what followed the longest matches, most recent first
+        for e in at[:MAX_LIVE]:
+            c = toks[e + 1:e + 1 + max_len]
+            conts.append(c[:c.index(SEP)] if SEP in c else c)
         out: list[int] = []
-        support = 0.0
-        while len(out) < max_len:
-            d = len(out) + 1
-            if len(live) == 1 and out:  # nothing left to rank: the rest of that sequence
-                rest = toks[live[0] + d:live[0] + d + max_len - len(out)]
-                out += rest[:rest.index(SEP)] if SEP in rest else rest
+        support = 1.0
+        live = list(range(len(conts)))
+        d = 0
+        while d < max_len:
+            if len(live) == 1:  # nothing left to rank: the rest of that continuation
+                out += conts[live[0]][d:]
                 break
-            counts = Counter(toks[e + d] for e in live)
+            first = conts[live[0]]
+            run = min(_common(first[d:], conts[i][d:]) for i in live[1:])  # where they all agree, at C speed
+            out += first[d:d + run]
+            d += run
+            if d >= max_len:
+                break
+            nexts = [conts[i][d] if d < len(conts[i]) else SEP for i in live]
+            counts = Counter(nexts)
             top = max(counts.values())
-            tok = next(toks[e + d] for e in live if counts[toks[e + d]] == top)  # the most recent among equals
-            if not out:
+            tok = next(t for t in nexts if counts[t] == top)  # the most frequent; the most recent among equals
+            if d == 0:
                 support = top / len(live)
             if tok == SEP:
                 break
             out.append(tok)
-            live = [e for e in live if toks[e + d] == tok]
+            live = [i for i, t in zip(live, nexts) if t == tok]
+            d += 1
         return out, best, support
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    """Length of the common prefix of two lists, by halving (each comparison a slice compared in C)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo

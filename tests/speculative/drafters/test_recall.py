@@ -66,11 +66,11 @@ def test_generation_log_round_trip_skips_damaged_lines_and_drops_its_older_half(
     log.append("<|im_start|>assistant\n", "Hello there.")
     with path.open("a") as fh:
         fh.write("not json\n")
-    assert GenerationLog(path).read() == [("<|im_start|>assistant\n", "Hello there.")]
+    assert GenerationLog(path).read() == [{"prompt": "<|im_start|>assistant\n", "output": "Hello there."}]
     for i in range(20):
         log.append("p", f"reply {i} " + "x" * 20)
     rows = GenerationLog(path).read()
-    assert path.stat().st_size <= 400 and rows[-1] == ("p", "reply 19 " + "x" * 20) and len(rows) < 21
+    assert path.stat().st_size <= 400 and rows[-1]["output"] == "reply 19 " + "x" * 20 and len(rows) < 21
 
 
 # A vocabulary of one character per token: token t is chr(t).
@@ -110,3 +110,21 @@ def test_short_matches_propose_nothing_and_split_continuations_are_weak():
     assert src.candidate(_tokenize("so big "), 8) is None  # a 5-token match: below MIN_MATCH
     found = src.candidate(_tokenize("The big "), 8)  # 8 tokens matched; 'd' followed 2 of 3: support 2/3
     assert found.tokens == _tokenize("dog sat.") and src.bucket(found.match) == 1  # under STRONG_MATCH: weak
+
+
+def test_logged_tokens_of_the_same_vocabulary_are_read_without_tokenising(tmp_path):
+    log = GenerationLog(tmp_path / "generations.jsonl")
+    prompt, reply = _tokenize("<user>Hi there, how are you?<assistant>"), _tokenize("Fine, thanks for asking.")
+    GenerationMemory(_bytes, _tokenize, log, vocab="v1").add(prompt + reply, len(prompt))
+    row = GenerationLog(log.path).read()[0]
+    assert row["vocab"] == "v1" and row["tokens"] == prompt + reply
+    calls = []
+
+    def counting(text):
+        calls.append(text)
+        return _tokenize(text)
+
+    same = RecallDrafter(GenerationMemory(_bytes, counting, GenerationLog(log.path), vocab="v1"))
+    assert same.candidate(prompt, 40).tokens == reply and not calls  # the logged tokens, as they were
+    other = RecallDrafter(GenerationMemory(_bytes, counting, GenerationLog(log.path), vocab="v2"))
+    assert other.candidate(prompt, 40).tokens == reply and calls  # another vocabulary: its text, tokenised
