@@ -26,6 +26,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from localspec.speculative.costs import CostModel  # noqa: E402
 
 COSTS_FILE = Path(__file__).resolve().parent / "cpu_costs.json"
+# An H200 running an 8B (llama-3 shape, Q4_0) target: a pass of k rows against one single-token step, steady state
+# (../shared/gpu/README.md, llama-bench best of 3; CUDA graphs serve single steps only).
+H200_8B_CURVE = ((1, 1.0), (2, 0.92), (4, 1.11), (8, 1.54), (16, 1.82), (32, 2.22), (64, 2.89))
+H200_8B_STEP_S = 3.84e-3
+
+
+def curve_steps(rows: int, curve=H200_8B_CURVE) -> float:
+    """A pass of `rows` rows in single steps, interpolated on the curve (beyond its end, its last slope)."""
+    for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+        if rows <= x1:
+            return y0 + (y1 - y0) * (rows - x0) / (x1 - x0)
+    (x0, y0), (x1, y1) = curve[-2:]
+    return y1 + (y1 - y0) * (rows - x1) / (x1 - x0)
+
+
+def h200_costs() -> "FixedCosts":
+    """The policy priced as on the H200 (a line through the curve: what the hybrid's cut reads; logits rows free)."""
+    (x0, y0), (x1, y1) = H200_8B_CURVE[0], H200_8B_CURVE[-1]
+    c1 = (y1 - y0) / (x1 - x0) * H200_8B_STEP_S
+    return FixedCosts(H200_8B_STEP_S - c1, c1, 0.0, H200_8B_STEP_S)
 SHAPES = ((1, 1), (2, 2), (4, 4), (8, 8), (16, 16), (32, 32), (16, 1), (32, 1), (64, 1))
 
 

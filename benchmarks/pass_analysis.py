@@ -41,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fixed_costs import FixedCosts  # noqa: E402
+from fixed_costs import FixedCosts, curve_steps, h200_costs  # noqa: E402
 from oracle_ceiling import OracleDrafter  # noqa: E402
 
 from localspec.bench import runner  # noqa: E402
@@ -160,13 +160,15 @@ def main(argv=None) -> int:
     p.add_argument("--reference", help="an earlier run's --json output: baseline and oracle are not run again")
     p.add_argument("--live-costs", action="store_true",
                    help="price drafts by this run's own timings instead of benchmarks/cpu_costs.json")
+    p.add_argument("--price-h200", action="store_true",
+                   help="price drafts as an H200 running an 8B target would (benchmarks/fixed_costs.py)")
     a = p.parse_args(argv)
 
     pair = load_pair(a.target, None, ctx=ContextSettings(n_ctx=4096))
     model = pair.target
     cases = load_suite(a.suite, a.limit)
     oracle = OracleDrafter()
-    costs = None if a.live_costs else FixedCosts.for_target(a.target)
+    costs = h200_costs() if a.price_h200 else None if a.live_costs else FixedCosts.for_target(a.target)
     costs = costs or CostModel()
     ref = json.loads(Path(a.reference).read_text()) if a.reference else None
     runs = {} if ref else {"baseline": runner.ConfigRun(pair, runner.CONFIGS["baseline"], warm_up=cases[0]),
@@ -216,6 +218,8 @@ def main(argv=None) -> int:
     raw: dict[str, list] = {k: [] for k in runs}
     ends: Counter = Counter()
     rows: dict[str, list[int]] = {"oracle": [0, 0], "toolspec": [0, 0]}
+    # On the H200 curve: each verify pass in single steps, and the single steps baseline takes for the same tokens.
+    h200: dict[str, list[float]] = {"oracle": [0.0, 0.0], "toolspec": [0.0, 0.0]}
     out_passes = open(a.passes_out, "w") if a.passes_out else None
     for case in cases:
         prompt = runner.case_prompt(pair, case)
@@ -230,6 +234,8 @@ def main(argv=None) -> int:
             raw[name].append(res)
             rows[name][0] += sum(x["rows"] for x in log)
             rows[name][1] += len(log)
+            h200[name][0] += sum(curve_steps(x["rows"]) for x in log)
+            h200[name][1] += max(res.generated - 1, 0)  # the first token comes from the prompt's pass, in both
             if name != "toolspec":
                 continue
             # Output offsets of each token (bytes decoded one by one: close enough for placing a pass end).
@@ -266,7 +272,8 @@ def main(argv=None) -> int:
         out_passes.close()
 
     out = {"suite": Path(a.suite).name, "target": Path(a.target).name, "cases": len(cases),
-           "costs": "pinned" if isinstance(costs, FixedCosts) else "live", "configs": {}}
+           "costs": "h200" if a.price_h200 else "pinned" if isinstance(costs, FixedCosts) else "live",
+           "configs": {}}
     if ref:  # baseline's outputs and the oracle's figures as they were
         base_texts = ref["outputs"]["baseline"][:len(cases)]
         raw["baseline"] = [runner.CaseResult(id="", text=t, calls=[], valid_json=True, correct=False, generated=0,
@@ -283,6 +290,7 @@ def main(argv=None) -> int:
                                  "identical_to_baseline", "valid_json")}
         if name in rows:
             row["rows_per_verify_pass"] = round(rows[name][0] / max(rows[name][1], 1), 2)
+            row["h200_projected_speedup"] = round(h200[name][1] / max(h200[name][0], 1e-9), 2)
         out["configs"][name] = row
     o, t = out["configs"]["oracle"], out["configs"]["toolspec"]
     out["toolspec_share_of_oracle_tokens_per_pass"] = round(t["mean_accepted_length"] / o["mean_accepted_length"], 3)
@@ -296,7 +304,8 @@ def main(argv=None) -> int:
     for name, v in out["configs"].items():
         print(f"  {name:9} tok/pass {v['mean_accepted_length']:6.2f}  passes {v['target_passes']:5}  "
               f"rows/verify pass {v.get('rows_per_verify_pass', 1.0):5.2f}  {v['tokens_per_second']:7.2f} tok/s  "
-              f"identical {v['identical_to_baseline']:.2f}  valid JSON {v['valid_json']:.2f}")
+              f"identical {v['identical_to_baseline']:.2f}  valid JSON {v['valid_json']:.2f}"
+              + (f"  H200 projection {v['h200_projected_speedup']:.2f}x" if "h200_projected_speedup" in v else ""))
     print(f"  toolspec tokens/pass = {out['toolspec_share_of_oracle_tokens_per_pass']:.0%} of the oracle's")
     print(f"  a second branch per pass: {tree['extended']} of {tree['rejected_passes']} rejected passes extended, "
           f"{tree['tokens']} tokens more (upper bound)")

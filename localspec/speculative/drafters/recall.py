@@ -130,7 +130,10 @@ class RecallDrafter(CandidateDrafter):
         toks, match, support = self.memory.index.find(context, max_len)
         if match < MIN_MATCH:
             return None
-        return self.found(toks, match if support >= MIN_SUPPORT else 0)
+        match = match if support >= MIN_SUPPORT else 0
+        # A weak match's continuation is learned apart too (not only its first token): a phrase that recurs in many
+        # replies goes on differently each time, a repeated request goes on to its end.
+        return self.found(toks, match, suffix="" if match >= STRONG_MATCH else ":weak")
 
     def bucket(self, m: int) -> int:
         return 0 if m >= STRONG_MATCH else 1

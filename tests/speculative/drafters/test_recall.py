@@ -110,6 +110,7 @@ def test_short_matches_propose_nothing_and_split_continuations_are_weak():
     assert src.candidate(_tokenize("so big "), 8) is None  # a 5-token match: below MIN_MATCH
     found = src.candidate(_tokenize("The big "), 8)  # 8 tokens matched; 'd' followed 2 of 3: support 2/3
     assert found.tokens == _tokenize("dog sat.") and src.bucket(found.match) == 1  # under STRONG_MATCH: weak
+    assert found.key == "recall:weak"  # and its continuation learned apart from a strong match's
 
 
 def test_logged_tokens_of_the_same_vocabulary_are_read_without_tokenising(tmp_path):
