@@ -157,6 +157,8 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int)
     p.add_argument("--json", action="store_true")
     p.add_argument("--passes-out")
+    p.add_argument("--threads", type=int, default=0,
+                   help="llama.cpp threads (0: one per core; 1 wastes least on a machine shared with other jobs)")
     p.add_argument("--reference", help="an earlier run's --json output: baseline and oracle are not run again")
     p.add_argument("--live-costs", action="store_true",
                    help="price drafts by this run's own timings instead of benchmarks/cpu_costs.json")
@@ -164,7 +166,7 @@ def main(argv=None) -> int:
                    help="price drafts as an H200 running an 8B target would (benchmarks/fixed_costs.py)")
     a = p.parse_args(argv)
 
-    pair = load_pair(a.target, None, ctx=ContextSettings(n_ctx=4096))
+    pair = load_pair(a.target, None, ctx=ContextSettings(n_ctx=4096, n_threads=a.threads))
     model = pair.target
     cases = load_suite(a.suite, a.limit)
     oracle = OracleDrafter()
