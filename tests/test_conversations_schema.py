@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from localspec.agent.history import call_history, legacy_history_file
+from localspec.agent.history import StoredGenerations, call_history, legacy_history_file
 from localspec.conversations import ConversationError, ConversationStore
 from localspec.conversations import store as store_module
 from localspec.conversations.schema import SCHEMA_VERSION, UPGRADES, V1, upgrade
@@ -149,3 +149,25 @@ def test_reading_the_history_never_creates_the_store(tmp_path, monkeypatch):
     monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
     assert call_history().calls == []
     assert not (tmp_path / "home" / "data" / "conversations.sqlite3").exists()
+
+
+# --- the generations recall drafts again ---------------------------------------------------------------------------
+def test_generations_are_kept_with_their_conversation_bounded_and_deleted_with_it(store, monkeypatch):
+    one, two = store.create(title="one"), store.create(title="two")
+    current = [one]
+    log = StoredGenerations(store, lambda: current[0])
+    log.append("<user>hi<assistant>", "Hello there.", [1, 2, 3], "v1")
+    current[0] = two
+    log.append("<user>again<assistant>", "A secret reply.")
+    assert log.read() == [{"prompt": "<user>hi<assistant>", "output": "Hello there.", "vocab": "v1",
+                           "tokens": [1, 2, 3]},
+                          {"prompt": "<user>again<assistant>", "output": "A secret reply."}]
+    store.delete(two)  # `localspec sessions delete`: its generations go with it
+    assert [r["output"] for r in store.recent_generations()] == ["Hello there."]
+    current[0] = None  # recording off: nothing kept
+    log.append("p", "not kept")
+    assert len(store.recent_generations()) == 1
+    monkeypatch.setattr(store_module, "GENERATION_CHARS", 30)
+    for i in range(4):
+        store.add_generation(one, "p", f"reply {i} " + "x" * 5)  # 15 characters each with its prompt
+    assert [r["output"] for r in store.recent_generations()] == ["reply 2 xxxxx", "reply 3 xxxxx"]

@@ -1,8 +1,10 @@
-"""The tool-call history every front end (run, serve, the app) drafts from: kept in the conversation store, each
-call with the conversation it came from (conversations/store.py: HISTORY_CALLS and HISTORY_CHARS bound it;
-`localspec sessions delete` deletes a conversation's calls with it).
+"""What drafting remembers of earlier sessions, kept in the conversation store: the tool-call history every front
+end (run, serve, the app) drafts from, and the generations recall drafts again (StoredGenerations).
 
-Only a recorded conversation adds to it: a run that saves nothing (`--no-transcript`, the server, an app that
+Each call and generation is kept with the conversation it came from (conversations/store.py: HISTORY_CALLS,
+HISTORY_CHARS and GENERATION_CHARS bound them; `localspec sessions delete` deletes them with their conversation).
+
+Only a recorded conversation adds to them: a run that saves nothing (`--no-transcript`, the server, an app that
 cannot open the store) still drafts from the stored calls and learns from its own in memory, and keeps nothing.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from localspec.conversations import ConversationError, ConversationStore, default_db_path, open_store
 from localspec.models.paths import get_paths
@@ -46,6 +48,27 @@ def call_history(store: ConversationStore | None = None,
             store.add_call(cid, text, tool)
 
     return CallHistory(calls, on_add=keep if store is not None and conversation is not None else None)
+
+
+class StoredGenerations:
+    """The generations recall drafts again (speculative/drafters/recall.py: GenerationLog), kept in the store with
+    the conversation `conversation()` names when each finishes (none: not kept); read back by the next process."""
+
+    def __init__(self, store: ConversationStore, conversation: Callable[[], str | None]):
+        self.store, self.conversation = store, conversation
+
+    def read(self) -> list[dict]:
+        try:
+            return self.store.recent_generations()
+        except ConversationError:  # an unreadable store: recall starts empty
+            return []
+
+    def append(self, prompt: str, output: str, tokens: Sequence[int] = (), vocab: str = "") -> None:
+        cid = self.conversation()
+        if cid is None:
+            return
+        with contextlib.suppress(ConversationError):  # a drafting hint is not worth failing a turn over
+            self.store.add_generation(cid, prompt, output, vocab, tokens)
 
 
 def _forget_legacy_file() -> None:

@@ -118,7 +118,7 @@ def cmd_agent_run(args, remote=None) -> int:
     """`remote`: a launch.remote.RemoteConfig when the turns run on an OpenAI-compatible server (the tools, the
     approvals and the MCP servers stay here)."""
     from localspec.agent import DEFAULT_SYSTEM, Agent
-    from localspec.agent.history import call_history
+    from localspec.agent.history import StoredGenerations, call_history
     from localspec.models.config import load_config
     from localspec.tools import Toolbox
 
@@ -148,8 +148,11 @@ def cmd_agent_run(args, remote=None) -> int:
         recorder = None if args.no_transcript else _open_recorder(conv.id if conv else None)
         if remote is None:
             # Drafting learns from the stored calls; this run's calls are kept with its conversation.
-            history = call_history(recorder.store, lambda: recorder.id) if recorder is not None else None
-            run = LocalRun(open_from_args(args, history=history))
+            history = generations = None
+            if recorder is not None:
+                history = call_history(recorder.store, lambda: recorder.id)
+                generations = StoredGenerations(recorder.store, lambda: recorder.id)
+            run = LocalRun(open_from_args(args, history=history, generations=generations))
         else:
             run = RemoteRun.of(args, remote)
         if recorder is not None:

@@ -134,10 +134,11 @@ def config_from_args(args: argparse.Namespace, prefix: str = "", **kw):
     return resolve_config(flags_from_args(args, prefix), **kw)
 
 
-def open_from_args(args: argparse.Namespace, config=None, *, warn: bool = True, history=None):
+def open_from_args(args: argparse.Namespace, config=None, *, warn: bool = True, history=None, generations=None):
     """Resolve, open the pair and build the engine, drafting from the stored tool-call history (`history`: one
-    that also keeps this run's calls, agent/history.py); the chat template warning goes to stderr (unless `warn`
-    is off: `run --raw` uses no template)."""
+    that also keeps this run's calls, agent/history.py) and keeping its generations in `generations` (where the
+    run is recorded); the chat template warning goes to stderr (unless `warn` is off: `run --raw` uses no
+    template)."""
     import sys
 
     from localspec.agent.history import call_history
@@ -148,7 +149,7 @@ def open_from_args(args: argparse.Namespace, config=None, *, warn: bool = True, 
         history = None
     elif history is None:
         history = call_history()
-    opened = open_engine(config, history=history)
+    opened = open_engine(config, history=history, generations=generations)
     if opened.warning and warn:
         from localspec.terminal import safe_text
 

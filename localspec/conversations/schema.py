@@ -60,7 +60,23 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE INDEX IF NOT EXISTS calls_by_conversation ON calls(conversation);
 """
 
-SCHEMA_VERSION = 2
+# Version 3: the generations recall drafts again (speculative/drafters/recall.py): each finished reply with the tail
+# of the prompt it continued, and its tokens in the vocabulary named (the same model reads them back without
+# tokenising). Tied to their conversation like the calls; drafting code before this kept them in a JSONL file.
+V3 = """
+CREATE TABLE IF NOT EXISTS generations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    prompt TEXT NOT NULL,
+    output TEXT NOT NULL,
+    vocab TEXT NOT NULL DEFAULT '',
+    tokens TEXT,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS generations_by_conversation ON generations(conversation);
+"""
+
+SCHEMA_VERSION = 3
 
 
 def _to_v1(db: sqlite3.Connection) -> None:
@@ -71,8 +87,12 @@ def _to_v2(db: sqlite3.Connection) -> None:
     _script(db, V2)
 
 
+def _to_v3(db: sqlite3.Connection) -> None:
+    _script(db, V3)
+
+
 # from-version -> the function that brings a database of that version to the next one.
-UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {0: _to_v1, 1: _to_v2}
+UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {0: _to_v1, 1: _to_v2, 2: _to_v3}
 
 
 class NewerSchema(sqlite3.DatabaseError):

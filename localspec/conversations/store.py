@@ -17,14 +17,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from localspec.errors import LocalspecError
 from localspec.private_files import precreate, private_dir
 
 from .schema import SCHEMA_VERSION, upgrade
 
-__all__ = ["Conversation", "ConversationError", "ConversationStore", "HISTORY_CALLS", "HISTORY_CHARS",
+__all__ = ["Conversation", "ConversationError", "ConversationStore", "GENERATION_CHARS", "HISTORY_CALLS", "HISTORY_CHARS",
            "SCHEMA_VERSION", "default_db_path", "find_saved", "open_store", "title_from"]
 
 TITLE_CHARS = 60
@@ -34,6 +34,9 @@ TITLE_CHARS = 60
 # older ones are deleted as new ones come. Each call belongs to its conversation: deleting that deletes it.
 HISTORY_CALLS = 2000
 HISTORY_CHARS = 4_000_000
+# The generations recall drafts again (speculative/drafters/recall.py), the newest first, at most GENERATION_CHARS
+# characters of prompt tail and reply together; older ones go as new ones come, and with their conversation.
+GENERATION_CHARS = 1_000_000
 
 
 class ConversationError(LocalspecError):
@@ -226,6 +229,21 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
                        "WHERE n > ? OR chars > ?)", (HISTORY_CALLS, HISTORY_CHARS))
         self._transaction(tx, cid)
 
+    def add_generation(self, cid: str, prompt: str, output: str, vocab: str = "",
+                       tokens: Sequence[int] = ()) -> None:
+        """Remember a finished generation of conversation `cid` for recall drafting (the prompt's tail, the reply,
+        and its tokens in vocabulary `vocab`); the oldest beyond GENERATION_CHARS go in the same transaction."""
+        now = time.time()
+        toks = json.dumps([int(t) for t in tokens]) if vocab and tokens else None
+
+        def tx(db):
+            db.execute("INSERT INTO generations (conversation, prompt, output, vocab, tokens, created) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (cid, prompt, output, vocab, toks, now))
+            db.execute("DELETE FROM generations WHERE id IN (SELECT id FROM (SELECT id, "
+                       "SUM(LENGTH(prompt) + LENGTH(output)) OVER (ORDER BY id DESC) AS chars FROM generations) "
+                       "WHERE chars > ?)", (GENERATION_CHARS,))
+        self._transaction(tx, cid)
+
     def delete_messages(self, cid: str, start: int, stop: int | None = None) -> int:
         """Delete the conversation's messages from position `start` up to `stop` (exclusive; None: to the end), in
         the order messages() gives them, in one transaction (the app's edit, regenerate and delete). Returns how
@@ -249,6 +267,20 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
         """The newest `limit` remembered tool calls' text, oldest first (what history drafting starts from)."""
         rows = self._read("SELECT text FROM calls ORDER BY id DESC LIMIT ?", (int(limit),))
         return [text for (text,) in reversed(rows)]
+
+    def recent_generations(self) -> builtins.list[dict]:
+        """The remembered generations, oldest first: {"prompt", "output"}, and "vocab" and "tokens" where kept."""
+        out: builtins.list[dict] = []
+        for prompt, output, vocab, tokens in self._read("SELECT prompt, output, vocab, tokens FROM generations "
+                                                        "ORDER BY id"):
+            row: dict = {"prompt": prompt, "output": output}
+            if vocab and tokens:
+                try:
+                    row.update(vocab=vocab, tokens=[int(t) for t in json.loads(tokens)])
+                except (ValueError, TypeError):
+                    pass  # damaged tokens: the text is read instead
+            out.append(row)
+        return out
 
     def resolve(self, ref: str) -> str:
         """A full ID, or a unique prefix of one (what a user types after `--resume`)."""

@@ -14,6 +14,7 @@ from localspec.speculative.builder import build_engine
 from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel
 from localspec.speculative.drafters.history import CallHistory
+from localspec.speculative.drafters.recall import GenerationLog
 from localspec.speculative.drafters.memory import SpanMemory
 from localspec.speculative.engine import SpecEngine
 
@@ -62,12 +63,15 @@ def keep_prefixes(pair: LoadedPair, folder: Path | None = None) -> None:
 
 
 def open_engine(config: RunConfig, *, history: CallHistory | None = None, memory: SpanMemory | None = None,
-                costs: CostModel | None = None, drafting: DraftingConfig | None = None) -> Opened:
+                costs: CostModel | None = None, drafting: DraftingConfig | None = None,
+                generations: GenerationLog | None = None) -> Opened:
     """The pair and an engine drafting as `config.drafting` says (or `drafting`, a variant the bench compares).
-    `history` is the tool-call history drafting learns from (front ends pass the persisted one)."""
+    `history` is the tool-call history drafting learns from and `generations` where recall keeps what was
+    generated (front ends that record conversations pass the stored ones: agent/history.py)."""
     pair, warning = open_pair(config)
     try:
-        engine = build_engine(pair, drafting or config.drafting, history=history, costs=costs, memory=memory)
+        engine = build_engine(pair, drafting or config.drafting, history=history, costs=costs, memory=memory,
+                              generations=generations)
         # While the front end says "loading": the first reply of a session then starts as fast as any other.
         engine.calibrate_now(pair.target.bos if pair.target.bos >= 0 else 0)
     except BaseException:

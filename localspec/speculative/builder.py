@@ -10,19 +10,22 @@ from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.drafters.hybrid import HybridDrafter
 from localspec.speculative.drafters.memory import SpanMemory
 from localspec.speculative.drafters.model import ModelDrafter
+from localspec.speculative.drafters.recall import GenerationLog, GenerationMemory, vocabulary_id
 from localspec.speculative.engine import SpecEngine
 from localspec.speculative.sources import SourceKit, build_sources
 
 
 def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), *,
                  history: CallHistory | None = None, costs: CostModel | None = None,
-                 memory: SpanMemory | None = None) -> SpecEngine:
+                 memory: SpanMemory | None = None, generations: GenerationLog | None = None) -> SpecEngine:
     """The engine for `drafting`: the draft model alone when it is the only drafter (plain draft-model
     speculation), else the hybrid policy over the chosen sources (speculative/sources.py). The draft model is used
     only if the pair has one. Engines on the same target context may share `costs` (what a pass costs is the
     machine's, not a config's). The copy drafter's `memory` (text of earlier requests and sessions) belongs to the
     engine built here, so it lasts as long as the engine does (every request `serve` answers); without one, a new
-    memory is seeded from `history`'s persisted calls (earlier sessions)."""
+    memory is seeded from `history`'s persisted calls (earlier sessions). What the engine generates is remembered
+    too (drafters/recall.py), and kept in `generations` for the next process where the front end keeps them (the
+    conversation store: agent/history.py)."""
     names = set(drafting.drafters)
     model = None
     if drafting.uses_model and pair.draft_ctx is not None:
@@ -36,9 +39,13 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
         for text in (history.calls if history is not None else ()):
             remember_call(memory, text)
     target = pair.target
-    kit = SourceKit(token_bytes=target.token_bytes, tokenize=lambda text: target.tokenize(text, add_special=False),
+    tokenize = lambda text: target.tokenize(text, add_special=False)  # noqa: E731
+    log = generations  # None: remembered for the engine's own life only
+    kit = SourceKit(token_bytes=target.token_bytes, tokenize=tokenize,
                     plain=lambda text: target.tokenize(text, add_special=False, parse_special=False),
-                    history=history, memory=memory, max_draft=drafting.max_draft)
+                    history=history, memory=memory, max_draft=drafting.max_draft,
+                    generations=GenerationMemory(target.token_bytes, tokenize, log,
+                                                 vocabulary_id(target.n_vocab, target.token_bytes) if log else ""))
     hybrid = HybridDrafter(
         costs=costs, sources=build_sources(kit, names), schema="schema" in names, model=model,
         max_len=drafting.max_draft, tokenize=kit.tokenize,

@@ -69,6 +69,10 @@ class Drafter(ABC):
     def remember_call(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
         """A finished tool call, for drafters that learn from earlier calls (the history drafter)."""
 
+    def finish(self, tokens: Sequence[int], prompt_len: int) -> None:
+        """A generation ended: `tokens` is its prompt (the first `prompt_len`) and what it generated, for drafters
+        that remember generations (a repeated or regenerated request drafts from them)."""
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -107,6 +111,9 @@ class CandidateDrafter(Drafter):
     # It only has something to say inside a tool call (values copied into JSON, which tool): in prose the hybrid
     # does not ask it, so its lookups cost nothing there.
     grammar_only = False
+    # It drafts from what earlier generations wrote: seeded sampling must replay exactly whatever ran before it, so
+    # the hybrid does not ask it then.
+    remembers = False
 
     @property
     def rate_key(self) -> str:
@@ -132,6 +139,9 @@ class CandidateDrafter(Drafter):
     def add_call_tokens(self, tokens: Sequence[int], text: str, tool: str | None = None) -> None:
         """A finished tool call exactly as the model wrote it, passed on by the hybrid's remember_call (only sources
         that learn from calls keep it)."""
+
+    def finish(self, tokens: Sequence[int], prompt_len: int) -> None:
+        """A finished generation, passed on by the hybrid (only sources that remember generations keep it)."""
 
     def propose(self, req: DraftRequest) -> Draft:
         found = self.candidate(req.history, req.max_len, req.constraint)

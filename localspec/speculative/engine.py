@@ -182,6 +182,8 @@ class SpecEngine:
                 stats.draft_decode_s = dctx.decode_s - draft_mark[1]
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             self.totals.merge(stats)
+            if self.drafter is not None and stats.generated_tokens:
+                self.drafter.finish(run.history, len(prompt))  # what was generated, for a later request to draft
 
     def calibrate_now(self, filler: int = 0, base: int = 16) -> None:
         """Time the cost model's calibration decodes now (at load), on a throwaway cache of `base` tokens, instead of

@@ -15,6 +15,7 @@ from localspec.speculative.drafters.copy import CopyDrafter
 from localspec.speculative.drafters.history import CallHistory, HistoryDrafter
 from localspec.speculative.drafters.memory import SpanMemory
 from localspec.speculative.drafters.ngram import NgramDrafter
+from localspec.speculative.drafters.recall import GenerationMemory, RecallDrafter
 from localspec.speculative.drafters.spans import SpanDrafter
 from localspec.speculative.drafters.textlookup import TextLookupDrafter
 from localspec.speculative.drafters.toolnames import ToolNameDrafter
@@ -29,6 +30,7 @@ class SourceKit:
     plain: Callable[[str], list[int]]  # text -> tokens, special tokens as plain text, no BOS
     history: CallHistory | None  # earlier tool calls (persisted across sessions by the caller)
     memory: SpanMemory  # text of earlier requests and sessions
+    generations: GenerationMemory  # what earlier generations wrote (persisted across sessions by the caller)
     max_draft: int
 
 
@@ -40,6 +42,8 @@ class SourceRow:
 
 SOURCES: tuple[SourceRow, ...] = (
     SourceRow("history", lambda k: HistoryDrafter(k.tokenize, k.history)),
+    # Earlier generations, found again where the context ends as their prompt did (a repeated request).
+    SourceRow("history", lambda k: RecallDrafter(k.generations)),
     SourceRow("ngram", lambda k: NgramDrafter()),  # prompt lookup on tokens
     # Prompt lookup on text: values copied from prose are tokenised differently in JSON.
     SourceRow("ngram", lambda k: TextLookupDrafter(k.token_bytes, k.plain)),

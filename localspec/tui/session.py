@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from localspec.agent.history import call_history
+from localspec.agent.history import StoredGenerations, call_history
 from localspec.errors import LocalspecError
 from localspec.models.config import Settings, load_config
 from localspec.models.resolve import Selection, resolve_selection
@@ -79,6 +79,9 @@ class ChatSession:
         # The same stored history of tool calls the command line uses, so drafting learns across sessions; the
         # agent adds each finished call, kept with the conversation it belongs to.
         self.call_history = call_history(self.conversations, lambda: self.conversation_id)
+        # ... and the replies generated before, for recall (a regenerated reply, a conversation carried on).
+        self.generations = (StoredGenerations(self.conversations, lambda: self.conversation_id)
+                            if self.conversations is not None else None)
         self._resumed = None  # the saved conversation reopened at start (its pair is preferred)
         self._tools_on = self.default_tools_on()
         self.next_tool: str | None = None  # a tool the next message must call (/tool NAME, the palette)
@@ -153,7 +156,7 @@ class ChatSession:
         config = self.config(sel)
         with self._lock:
             self._close()
-            opened = open_engine(config, history=self.call_history)
+            opened = open_engine(config, history=self.call_history, generations=self.generations)
             try:
                 self._engine = opened.engine
                 self._selection = sel

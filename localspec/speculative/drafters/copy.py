@@ -22,6 +22,7 @@ from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import Candidate, CandidateDrafter
 from localspec.speculative.drafters.memory import SpanMemory
 from localspec.speculative.drafters.prefix import common_prefix
+from localspec.speculative.drafters.resume import resume_at
 from localspec.speculative.drafters.textlookup import CONTROL, TextIndex, context_piece
 
 # A JSON string literal with at least one escape in it: the text of an earlier call's long value. Literals without
@@ -228,10 +229,17 @@ class CopyDrafter(CandidateDrafter):
         raw, pending = unescape_partial(written)
         if not raw:
             return self._repeat_value(text, start, max_len)
-        query = raw.encode()[-self.max_query:]
+        data = raw.encode()
+        query = data[-self.max_query:]
         corpus = self._corpus(max(start - 1, 0))
+        kind = _value_kind(text, start)
         end, length = self._longest(corpus, query, min(self.min_match, len(query)))
-        if end < 0 or (length < self.min_match and length < len(raw.encode())):
+        if end < 0 or (length < self.min_match and length < len(data)):
+            # New text so far (an edit's change): at a line start the old text may resume after it.
+            resumed = resume_at(data, corpus)
+            if resumed is not None:
+                end, length, kind = resumed[0], 0, ":resume"  # a guess at where: its own rates, weak at first
+        if end < 0 or (length < self.min_match and length < len(data) and kind != ":resume"):
             follow, length = self._remembered(query)
             if not follow:
                 return None
@@ -242,9 +250,9 @@ class CopyDrafter(CandidateDrafter):
             if not follow.startswith(pending):
                 return None
             follow = follow[len(pending):]
-        if length >= len(raw.encode()) >= self.min_match:
+        if length >= len(data) >= self.min_match:
             length = max(length, 2 * self.min_match)  # the whole string so far is a copy (a file's line): strong
-        return self._escaped(follow, max_len, length, _value_kind(text, start))
+        return self._escaped(follow, max_len, length, kind)
 
     def _repeat_value(self, text: bytes, start: int, max_len: int) -> Candidate | None:
         """At the start of `new`, the `old` value of the same call: a replacement is mostly a copy of the text it

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import Candidate, CandidateDrafter, Draft, Drafter, DraftRequest
-from localspec.speculative.drafters.gate import SourceGate
+from localspec.speculative.drafters.gate import MIN_COST_SHARE, SourceGate
 from localspec.speculative.drafters.rates import (FLOOR, LINE, PROSE, START, THRESHOLD_UNMEASURED, AcceptanceRates,
                                                   base, depth)
 
@@ -148,6 +148,10 @@ class HybridDrafter(Drafter):
         for src in self.sources:
             src.add_call_tokens(tokens, text, tool)
 
+    def finish(self, tokens: Sequence[int], prompt_len: int) -> None:
+        for src in self.sources:
+            src.finish(tokens, prompt_len)
+
     # -- costs -----------------------------------------------------------------------------------------------
     def _gate(self, gate: SourceGate) -> None:
         """At the end of each window, rest the sources whose lookups cost more than their accepted tokens saved
@@ -165,7 +169,7 @@ class HybridDrafter(Drafter):
                 continue  # it sat out this window (or never looked)
             spent, saved = gate.lookup_s[key], gate.saved.get(key, 0) * step
             switch = "on"
-            if step and spent > saved and (gate.prose or gate.drafted.get(key, 0)):
+            if step and spent - saved > MIN_COST_SHARE * gate.asked * step and (gate.prose or gate.drafted.get(key, 0)):
                 gate.rest[key] = rest = gate.rest_for(key)
                 self.switched_off[gate.label(key)] = (
                     f"lookups cost {1000 * spent / gate.asked:.3f} ms a step, saved {1000 * saved / gate.asked:.3f} "
@@ -307,6 +311,12 @@ class HybridDrafter(Drafter):
         if coef is None or not t1:
             return UNIT_COSTS_UNMEASURED
         _, c1, c2 = coef
+        # A row never costs more than a plain step of its own (a pass of two rows is cheaper than two passes); a fit
+        # over timings that other processes stalled can say otherwise (140 ms a row against a 38 ms step was seen
+        # while a compiler ran), which would stop all drafting. Such rows are scaled down to what a step allows.
+        over = (c1 + c2) / ((1 - MIN_FIXED_SHARE) * t1)
+        if over > 1:
+            c1, c2 = c1 / over, c2 / over
         return max(t1 - c1 - c2, MIN_FIXED_SHARE * t1), c1, c2
 
     @staticmethod
@@ -336,7 +346,7 @@ class HybridDrafter(Drafter):
         gate = self._now
         for src in self.sources:
             key = src.rate_key  # acceptance is tracked per source, even under a shared name
-            if gate.rest.get(key, 0) > 0 or (cons is None and src.grammar_only):
+            if gate.rest.get(key, 0) > 0 or (cons is None and src.grammar_only) or (src.remembers and self.rates.fixed):
                 continue
             t0 = time.perf_counter()
             found: Candidate | None = src.candidate(context, room, cons)

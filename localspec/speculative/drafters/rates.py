@@ -21,14 +21,16 @@ LINE = DEPTHS + 1
 
 # Prior acceptance of a candidate's first token, before anything is observed, per source key.
 PRIOR_FIRST = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9,
-               "close-next": 0.6, "close-end": 0.4, "tool": 0.8, "copy": 0.6}
+               "close-next": 0.6, "close-end": 0.4, "tool": 0.8, "copy": 0.6,
+               "recall": 0.7}
 UNKNOWN_PRIOR = 0.5  # a source not in the table
 WEAK_MATCH_FACTOR = 0.5  # a weak match's first token: this share of the source's prior
 # ... and of the tokens after a candidate's first one, which are usually right if it was.
 PRIOR_DEPTH = 0.85
 # A copy found by a long match (a file's lines copied into a call) goes on being right far longer: its long drafts
 # start near this and are then priced by what is observed at each depth.
-PRIOR_DEPTH_BY = {"copy": 0.95}
+# So does an earlier generation found again from its prompt's tail (a repeated or regenerated request).
+PRIOR_DEPTH_BY = {"copy": 0.95, "recall": 0.95}
 PRIOR_LINE = 0.85
 
 # Outside a grammar (prose) the same lookups are guesses at free text: a repeated phrase goes on far less often than
@@ -36,7 +38,7 @@ PRIOR_LINE = 0.85
 # no row is spent on a guess before prose has shown it repeats (the cut needs p > c1 / (c0 + c1), 0.25-0.35 on this
 # CPU); a long copy (a file quoted in a reply) keeps its own prior.
 PROSE = ":prose"
-PRIOR_FIRST_PROSE = {"ngram": 0.3, "text": 0.2, "span": 0.2, "history": 0.4, "tool": 0.2, "copy": 0.6}
+PRIOR_FIRST_PROSE = {"ngram": 0.3, "text": 0.2, "span": 0.2, "history": 0.4, "tool": 0.2, "copy": 0.6, "recall": 0.6}
 PRIOR_DEPTH_PROSE = 0.7
 
 EMA = 0.15  # weight of one verdict in a rate

@@ -1,20 +1,28 @@
 """Drafters that do not pay sit out: the hybrid rests a source whose lookups cost more than its accepted tokens
 saved, says so in `switched_off`, and tries it again a window later (pure policy: no model needed)."""
 
+import time
+
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, DraftRequest
-from localspec.speculative.drafters.gate import GATE_WINDOW, PROSE_WINDOW
+from localspec.speculative.drafters.gate import GATE_WINDOW, MIN_COST_SHARE, PROSE_WINDOW
 from localspec.speculative.drafters.hybrid import PROSE, HybridDrafter
 from localspec.speculative.sampling import SamplingParams
 from tests.speculative.fakes import Script
 
 
 class Source(CandidateDrafter):
-    def __init__(self, name, toks, after=None):
-        self.name, self.toks, self.after, self.asked = name, toks, after, 0
+    """Proposes `toks` (where the context ends with `after`, if given); each lookup takes `cost` seconds (a source
+    whose lookups cost under MIN_COST_SHARE of a step is never rested)."""
+
+    def __init__(self, name, toks, after=None, cost=0.001):
+        self.name, self.toks, self.after, self.asked, self.cost = name, toks, after, 0, cost
 
     def candidate(self, context, max_len, constraint=None):
         self.asked += 1
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < self.cost:
+            pass
         if self.after is not None and context[-1] != self.after:
             return None
         return self.found(self.toks, 8)
@@ -28,7 +36,7 @@ def _costs() -> CostModel:
 
 
 def _pair():
-    idle, good = Source("ngram", [9]), Source("history", [5, 6, 7], after=3)
+    idle, good = Source("ngram", [9]), Source("history", [5, 6, 7], after=3, cost=0.0)
     h = HybridDrafter(costs=_costs(), sources=[good, idle], schema=False)
     h.rates.learned.update({(k, b): 0.9 for k in ("history", "history" + PROSE) for b in (-1, 1, 2, 3, 4)})  # it is right
     return h, idle
@@ -105,3 +113,15 @@ def test_seeded_sampling_never_gates():
     for _ in range(3 * GATE_WINDOW):
         h.propose(req)
     assert idle.asked >= 3 * GATE_WINDOW and not h.switched_off
+
+
+def test_a_lookup_that_costs_next_to_nothing_is_never_rested():
+    """A source that keeps earlier generations finds nothing in a reply that does not repeat one, at a few
+    microseconds a lookup: resting it would save nothing and lose the request that does repeat."""
+    cheap = Source("ngram", [9, 9], cost=0.0)
+    h = HybridDrafter(costs=_costs(), sources=[cheap], schema=False)
+    h.rates.learned.update({("ngram" + PROSE, b): 0.01 for b in (-2, -1, 1, 2, 3, 4)})  # never drafted
+    for _ in range(8 * PROSE_WINDOW):
+        h.propose(DraftRequest([1, 2, 3], 8, SamplingParams()))
+    assert not h.switched_off and cheap.asked == 8 * PROSE_WINDOW
+    assert MIN_COST_SHARE * 0.022 > 1e-4  # what it may cost a step here (0.22 ms) is far above a dict lookup

@@ -109,6 +109,18 @@ def test_seeded_sampling_uses_priors_only():
     assert hybrid._threshold() == 0.15 and hybrid._unit_costs() == (1.0, 0.08, 0.1)
 
 
+def test_seeded_sampling_does_not_ask_a_source_that_remembers_earlier_generations():
+    """Seeded sampling must replay exactly: a draft from what a first run generated would change the second's
+    accept/resample draws."""
+    recall, plain = Literal("recall", [7, 8], at=1), Literal("ngram", [5, 6], at=1)
+    recall.remembers = True
+    hybrid = HybridDrafter(costs=CostModel(), sources=[recall])
+    assert hybrid.propose(DraftRequest([0], 8, SamplingParams())).tokens == [7, 8]  # greedy: asked
+    seeded = DraftRequest([0], 8, SamplingParams(temperature=0.8, seed=3))
+    assert hybrid.propose(seeded).tokens == []
+    assert HybridDrafter(costs=CostModel(), sources=[plain]).propose(seeded).tokens == [5, 6]
+
+
 # -- costs -----------------------------------------------------------------------------------------------------
 
 def test_threshold_is_a_rows_marginal_cost_over_a_plain_step():
@@ -127,9 +139,13 @@ def test_unit_costs_and_row_share():
     hybrid = HybridDrafter(costs=measured())
     assert hybrid._unit_costs() == pytest.approx((C0, C1, C2))
     assert hybrid._row_share() == pytest.approx((C1 + C2) / (C0 + C1 + C2))  # 0.2308
-    # Where rows cost almost a whole step, a pass's fixed cost is taken as at least a fifth of a step.
+    # Where rows cost almost a whole step, a pass's fixed cost is taken as at least a fifth of a step, and a row
+    # with its logits at most the rest: 0.004 + 0.005 = 0.009 against a step of 0.010 is scaled by 0.008 / 0.009.
     hybrid = HybridDrafter(costs=measured(0.001, 0.004, 0.005))
-    assert hybrid._unit_costs() == pytest.approx((0.2 * 0.010, 0.004, 0.005))
+    assert hybrid._unit_costs() == pytest.approx((0.2 * 0.010, 0.004 * 8 / 9, 0.005 * 8 / 9))
+    # A fit skewed by stalled timings (a row at 3.6 steps): scaled the same way, so drafting does not stop.
+    hybrid = HybridDrafter(costs=measured(0.001, 0.02, 0.02))  # step 0.041, rows 0.04: 0.0328 / 0.04
+    assert hybrid._unit_costs() == pytest.approx((0.2 * 0.041, 0.02 * 0.82, 0.02 * 0.82))
 
 
 # -- how far a candidate goes, where the draft is cut --------------------------------------------------------
