@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from localspec.bench import runner  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402
 from localspec.launch import RunFlags, open_pair, resolve_config  # noqa: E402
+from localspec.speculative.config import MAX_DRAFT  # noqa: E402
 from localspec.speculative.costs import CostModel  # noqa: E402
 from localspec.speculative.draft import Draft, Drafter, DraftRequest  # noqa: E402
 
@@ -36,9 +37,13 @@ class OracleDrafter(Drafter):
 
     name = "oracle"
 
-    def __init__(self):
+    def __init__(self, max_len: int = MAX_DRAFT):
         self.phases: list[tuple[list[int], list[int]]] = []
         self.reference: list[int] = []
+        # At most the hybrid's own cap a pass (DraftingConfig.max_draft): the engine's room is otherwise the whole
+        # batch, and passes of hundreds of rows are neither what toolspec could draft nor always identical to
+        # single steps.
+        self.max_len = max_len
 
     def propose(self, req: DraftRequest) -> Draft:
         history = list(req.history)
@@ -54,7 +59,7 @@ class OracleDrafter(Drafter):
             return draft
         cons = req.constraint
         consumed = 0
-        for tok in self.reference[at:at + req.max_len]:
+        for tok in self.reference[at:at + min(req.max_len, self.max_len)]:
             ff = cons.forced() if cons is not None else []
             if cons is not None and not cons.consume(tok):
                 break

@@ -14,6 +14,7 @@ from localspec.serve.body import parse_json, read_body
 from localspec.serve.errors import APIError, internal, unauthorized
 from localspec.serve.generate import CallsEvent, DoneEvent, ErrorEvent, ReasoningEvent, TextEvent
 from localspec.serve.guard import LoopbackOnly
+from localspec.serve.plan import Plan
 from localspec.serve.responses import chunk, completion, model_card, new_id, now, spec_stats, stream_calls_delta, usage
 from localspec.serve.schemas import parse_chat_request
 from localspec.serve.service import ChatService
@@ -71,10 +72,14 @@ def create_app(service: ChatService, api_key: str | None = None):
                 pass
 
         client = request.client.host if request.client else ""
-        log.info("chat request from %s: %d messages, %d tools, tool_choice=%s, stream=%s, mode=%s, max_tokens=%d, "
-                 "prompt=%d tokens, queue: %d waiting", client or "?", len(req.messages), len(req.tools),
-                 req.forced_tool or req.tool_choice, req.stream, plan.mode, plan.params.max_tokens, len(plan.prompt),
-                 service.queue.waiting)
+        if isinstance(plan, Plan):  # a remote backend's service passes the request on as it came (serve/remote.py)
+            log.info("chat request from %s: %d messages, %d tools, tool_choice=%s, stream=%s, mode=%s, "
+                     "max_tokens=%d, prompt=%d tokens, queue: %d waiting", client or "?", len(req.messages),
+                     len(req.tools), req.forced_tool or req.tool_choice, req.stream, plan.mode,
+                     plan.params.max_tokens, len(plan.prompt), service.queue.waiting)
+        else:
+            log.info("chat request from %s: %d messages, %d tools, stream=%s: to the backend", client or "?",
+                     len(req.messages), len(req.tools), req.stream)
         job = service.start(plan, emit, client=client)
         rid, created, mid = new_id(), now(), service.model_id
         if req.stream:

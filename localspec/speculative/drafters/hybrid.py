@@ -17,6 +17,7 @@ from localspec.speculative.constraint import Constraint
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import Candidate, CandidateDrafter, Draft, Drafter, DraftRequest
 from localspec.speculative.drafters.gate import MIN_COST_SHARE, SourceGate
+from localspec.speculative.drafters.model_price import ModelPrice
 from localspec.speculative.drafters.rates import (FLOOR, LINE, PROSE, START, THRESHOLD_UNMEASURED, AcceptanceRates,
                                                   base, depth)
 
@@ -118,7 +119,10 @@ class HybridDrafter(Drafter):
         self.max_len = max_len
         self.rates = AcceptanceRates()
         self._keys: list[tuple[str, int] | None] = []  # acceptance bucket of each token of the last draft
-        self.model_token_s = model_token_s  # measured cost of one draft-model token (0: not yet)
+        # What one draft-model token costs (drafters/model_price.py): measured from its steps, starting from the
+        # load-time steady-state timing, or a cost profile's draft step (that machine's price, fixed).
+        profile_draft = getattr(costs, "draft_step_s", None)
+        self.model_price = ModelPrice(model_token_s, fixed_s=profile_draft() if callable(profile_draft) else 0.0)
         # Before any measurement: the draft's cost per token relative to a target step. Running it once just to
         # measure would cost a catch-up prefill of the whole context, so a costly draft would never pay that back.
         self.model_cost_ratio = model_cost_ratio
@@ -190,7 +194,7 @@ class HybridDrafter(Drafter):
         if thr >= self.rate("model", START):
             step = self.costs.single_token_s()
             self.switched_off["model"] = (f"a draft token costs {1000 * token_s:.1f} ms against a {1000 * step:.1f} "
-                                          "ms target step: not drafting (not fed either until it is used)")
+                                          "ms target step: not drafting (tried again now and then, to be priced anew)")
         else:
             self.switched_off.pop("model", None)
 
@@ -422,19 +426,21 @@ class HybridDrafter(Drafter):
 
     def _model_candidate(self, req, context, room, cons, reach):
         rates = self.rates.of_candidate("model", START)
-        token_s = self.model_token_s or self.model_cost_ratio * self.costs.single_token_s()
+        token_s = self.model_price.price(self.model_cost_ratio * self.costs.single_token_s())
         thr = self._threshold(0.0 if self.rates.fixed else token_s)
         if not self.rates.fixed:
             self._model_pays(token_s, thr)
-        if reach * rates[0] < thr:
-            return None  # on this machine the draft model costs more than it saves right now
+        trying = reach * rates[0] < thr
+        if trying:
+            # On this machine the draft model costs more than it saves right now. Now and then it runs anyway, to
+            # be priced again (a first price may be wrong; a GPU warms up): what it drafts then is still judged.
+            if self.rates.fixed or not self.model_price.sat_out():
+                return None
+        else:
+            self.model_price.paid()
         sub = DraftRequest(context, min(room, self.model.max_len), req.sampling, cons, req.rng)
-        t0 = time.perf_counter()
         d = self.model.propose(sub)
-        # A call that drafts nothing (its first guess under p_min) still fed the model what it had not seen: its
-        # cost counts as one token's, else a model that never drafts would be fed every step at no price.
-        per = (time.perf_counter() - t0) / max(len(d), 1)
-        self.model_token_s = per if not self.model_token_s else 0.8 * self.model_token_s + 0.2 * per
+        self.model_price.observe(self.model.last_call, anew=trying)
         cand = Priced("model", d.tokens, "model", rates, START)
         n, _ = self._take(cand, reach, thr)
         if n == 0:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 from localspec.runtime.context import Context
 from localspec.speculative.draft import Draft, Drafter, DraftRequest
+from localspec.speculative.drafters.model_price import ModelCall
 from localspec.speculative.sampling import constrained_argmax, filtered_dist, top_prob
 
 
@@ -14,6 +17,7 @@ class ModelDrafter(Drafter):
         self.ctx = ctx
         self.max_len = max_len
         self.p_min = p_min
+        self.last_call = ModelCall()  # how the latest propose() went: what the hybrid prices the model by
 
     def propose(self, req: DraftRequest) -> Draft:
         draft = Draft()
@@ -24,7 +28,10 @@ class ModelDrafter(Drafter):
         if ctx.n_past + limit + 1 >= ctx.n_ctx:
             return draft  # no room left: the target alone finishes the generation
         # Only the tokens that differ from the cache are evaluated: the draft reuses its KV cache across steps.
-        ctx.prefill(req.history)
+        t0 = time.perf_counter()
+        fed = ctx.prefill(req.history)
+        t1 = time.perf_counter()
+        decodes = 0
         constraint = req.constraint
         greedy = req.sampling.greedy
         consumed = 0
@@ -48,9 +55,11 @@ class ModelDrafter(Drafter):
                 draft.add(tok, self.name, q=q)
                 if j + 1 < limit:
                     ctx.decode([tok])
+                    decodes += 1
         finally:
             if constraint is not None and consumed:
                 constraint.rollback(consumed)
+            self.last_call = ModelCall(fed, t1 - t0, decodes, time.perf_counter() - t1, len(draft))
         return draft
 
     def observe(self, draft: Draft, n_accepted: int) -> None:
