@@ -29,6 +29,7 @@ from localspec.launch import RunFlags, open_pair, resolve_config  # noqa: E402
 from localspec.speculative.config import MAX_DRAFT  # noqa: E402
 from localspec.speculative.costs import CostModel  # noqa: E402
 from localspec.speculative.draft import Draft, Drafter, DraftRequest  # noqa: E402
+from localspec.speculative.profile import CostProfile  # noqa: E402
 
 
 class OracleDrafter(Drafter):
@@ -100,18 +101,26 @@ def main(argv=None) -> int:
     p.add_argument("--n-gpu-layers", type=int, default=None, help="default: all where the build can offload")
     p.add_argument("--tool-choice", choices=("auto", "required"), default=None,
                    help="for cases that name none (as `localspec bench --tool-choice`)")
+    p.add_argument("--draft", help="a draft model: the `all` config (toolspec's sources and the draft model) runs too")
+    p.add_argument("--cost-profile", metavar="PROFILE.json",
+                   help="price drafts with another machine's costs (as `localspec bench --cost-profile`) and report "
+                        "each config's projected speedup there")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 
-    config = resolve_config(RunFlags(target=a.target, no_draft=True, n_gpu_layers=a.n_gpu_layers))
+    profile = CostProfile.load(a.cost_profile) if a.cost_profile else None
+    config = resolve_config(RunFlags(target=a.target, draft=a.draft, no_draft=not a.draft,
+                                     n_gpu_layers=a.n_gpu_layers))
     pair, _ = open_pair(config)
     cases = load_suite(a.suite, a.limit)
-    oracle = OracleDrafter()
-    costs = CostModel()
-    kw = dict(warm_up=cases[0], tool_choice=a.tool_choice)
+    oracle = OracleDrafter(config.drafting.max_draft)
+    costs = profile or CostModel()
+    kw = dict(warm_up=cases[0], tool_choice=a.tool_choice, profile=profile)
     runs = {"baseline": runner.ConfigRun(pair, config, runner.CONFIGS["baseline"], **kw),
             "oracle": runner.ConfigRun(pair, config, runner.CONFIGS["baseline"], costs=costs, **kw),
             "toolspec": runner.ConfigRun(pair, config, runner.CONFIGS["toolspec"], costs=costs, **kw)}
+    if a.draft:
+        runs["all"] = runner.ConfigRun(pair, config, runner.CONFIGS["all"], costs=costs, **kw)
     runs["oracle"].engine.drafter = oracle
     phases: list[tuple[list[int], list[int]]] = []  # baseline's generations in its last case: (prompt, tokens)
     plain = runs["baseline"].engine.stream
@@ -132,13 +141,21 @@ def main(argv=None) -> int:
         raw["baseline"].append(runs["baseline"].run(case))
         oracle.phases = list(phases)
         raw["oracle"].append(runs["oracle"].run(case))
-        raw["toolspec"].append(runs["toolspec"].run(case))
+        for name in [n for n in runs if n not in ("baseline", "oracle")]:
+            raw[name].append(runs[name].run(case))
 
-    out = {"cases": len(cases), "configs": {}}
+    out = {"cases": len(cases), "target": Path(a.target).name, "draft": Path(a.draft).name if a.draft else None,
+           "tool_choice": a.tool_choice, "costs": profile.name if profile else "measured", "configs": {}}
     for name, res in raw.items():
         s = runner.summarize(res, raw["baseline"])
         out["configs"][name] = {k: s[k] for k in ("tokens_per_second", "mean_accepted_length", "identical_to_baseline",
-                                                  "generated_tokens", "target_passes")}
+                                                  "valid_json", "generated_tokens", "target_passes")}
+        shapes = runs[name].engine.totals.pass_shapes  # verify passes by (rows, logits rows): the warm-up has none
+        verify = sum(shapes.values())
+        out["configs"][name]["rows_per_verify_pass"] = (
+            round(sum(rows * n for (rows, _), n in shapes.items()) / verify, 2) if verify else None)
+        if profile is not None:
+            out["configs"][name]["projected_speedup"] = runner.projected_speedup(res, raw["baseline"])
     tps = {k: v["tokens_per_second"] for k, v in out["configs"].items()}
     for name, v in out["configs"].items():
         v["speedup"] = round(v["tokens_per_second"] / tps["baseline"], 3)
@@ -152,7 +169,9 @@ def main(argv=None) -> int:
     for name, v in out["configs"].items():
         print(f"  {name:9} {v['tokens_per_second']:8.2f} tok/s  speedup {v['speedup']:.2f}x  "
               f"tok/pass {v['mean_accepted_length']:.2f}  passes {v['target_passes']}  "
-              f"identical {v['identical_to_baseline']:.2f}")
+              f"rows/verify pass {v['rows_per_verify_pass'] or 0:.2f}  identical {v['identical_to_baseline']:.2f}  "
+              f"valid {v['valid_json']:.2f}"
+              + (f"  projected {v['projected_speedup']}x" if "projected_speedup" in v else ""))
     print(f"toolspec reaches {out['toolspec_share_of_oracle']:.0%} of the oracle's speed")
     return 0
 
