@@ -4,7 +4,7 @@ once per version and set of build flags, into a cache folder that outlives the c
     python scripts/llama_server.py            # build if needed, print the path
     python scripts/llama_server.py --path     # print where it would be; exit 1 when it is not built yet
 
-Why: the remote backend (`--backend openai`) is tested against a real llama-server (tests/test_remote_llama_server.py),
+Why: the remote backend (`--backend openai`) is tested against a real llama-server (tests/remote/test_llama_server.py),
 and its build takes minutes on a small CPU: CI builds it once and reuses it (keyed by the llama-cpp-python version
 and the flags, so an upgrade builds a new one). The cache folder is LOCALSPEC_CI_CACHE, else
 $XDG_CACHE_HOME/localspec-ci (~/.cache/localspec-ci).

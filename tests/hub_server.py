@@ -179,7 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(chunk)
 
 
-# ---- pytest fixtures shared by tests/test_models_*.py (import them into the test module) ----
+# ---- pytest fixtures shared by tests/models/ (import them into the test module) ----
 
 import os  # noqa: E402
 

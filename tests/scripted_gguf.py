@@ -19,6 +19,9 @@ from tests.template_gguf import FORMATS, format_vocab, layer_shapes, write_one_l
 
 SCALE = 20.0  # logit of the scripted next token (every other script token: 0)
 
+# A Qwen3 reply with its reasoning: a thought in a `<think>` block, then the answer.
+QWEN3_ANSWER = ["<think>", "what", "▁is", "▁it", "</think>", "hello", "▁world", "<|im_end|>"]
+
 
 def write_scripted_gguf(path, format_name: str, script: list[str], *, start: str = "<0x0A>") -> Path:
     """A GGUF in `format_name`'s vocabulary and template that, after a prompt ending in token `start`, greedily

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_agent_cli import ROOT, localspec
+from tests.cli_helpers import ROOT, localspec
 
 AGENT = ("--no-draft", "--tools", "--max-steps", "1", "--tool-choice", "none", "--max-tokens", "4",
          "--tool-names", "read_file,list_dir,search_text", "--threads", "1", "--approve", "never")

@@ -1,5 +1,5 @@
-"""Shared pieces of the app tests (tests/test_tui_*.py, tests/test_reasoning_tui.py): the app on a real tiny GGUF pair,
-driven by Textual's pilot. Its fixtures reach every test through tests/conftest.py (pytest_plugins)."""
+"""Shared pieces of the app tests (tests/tui/): the app on a real tiny GGUF pair, driven by Textual's pilot. Its
+fixtures reach every test through tests/conftest.py (pytest_plugins)."""
 
 from __future__ import annotations
 

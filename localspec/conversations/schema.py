@@ -3,7 +3,7 @@
 The version lives in SQLite's `PRAGMA user_version`. A schema change is one new function in UPGRADES (from the
 version it upgrades) and SCHEMA_VERSION one higher; each upgrade runs in its own transaction together with the new
 version number, so a crash in the middle leaves the database at the version before it. A database written by a
-newer localspec is refused rather than guessed at. tests/test_conversations_schema.py upgrades a database of every
+newer localspec is refused rather than guessed at. tests/conversations/test_schema.py upgrades a database of every
 earlier version (built with that version's own DDL, kept here) and checks that its conversations survive.
 """
 

@@ -104,7 +104,7 @@ def test_workspace_given_through_symlink(tmp_path, layout):
 # --- opening by descriptor: what was checked is what gets opened ------------------------------------
 
 def test_symlink_swapped_in_after_the_check_is_not_followed(layout):
-    """Deterministic form of the race in test_tools_races.py: check, then swap, then open."""
+    """Deterministic form of the race in test_races.py: check, then swap, then open."""
     from localspec.tools.paths import Workspace
     from localspec.tools.result import ToolError
     ws, outside = layout

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from argparse import Namespace
-from pathlib import Path
 
 import pytest
 
@@ -17,15 +13,7 @@ from localspec.agent import AgentResult, ToolCallRecord
 from localspec.commands.agent_run import _policy_and_approver, terminal_approver
 from localspec.speculative.stats import Stats
 from localspec.tools import Decision, Toolbox, ToolResult
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def localspec(*args, home: Path, cwd: Path = ROOT, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
-    env = dict(os.environ, LOCALSPEC_HOME=str(home),
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "localspec", *map(str, args)], cwd=cwd, env=env, stdin=stdin,
-                          capture_output=True, text=True, timeout=120)
+from tests.cli_helpers import AGENT_ARGS, localspec
 
 
 @pytest.fixture
@@ -34,10 +22,6 @@ def workspace(tmp_path):
     ws.mkdir()
     (ws / "notes.txt").write_text("hello\n")
     return ws
-
-
-AGENT_ARGS = ("--no-draft", "--tools", "--max-steps", "2", "--tool-choice", "required", "--max-tokens", "8",
-              "--tool-names", "read_file,list_dir", "--threads", "1")
 
 
 def test_run_tools_json(tiny_target, workspace, tmp_path):

@@ -177,7 +177,7 @@ def test_only_the_tui_package_imports_textual():
     import pathlib
     import re
 
-    root = pathlib.Path(__file__).resolve().parent.parent / "localspec"
+    root = pathlib.Path(__file__).resolve().parents[2] / "localspec"
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if "tui" not in p.relative_to(root).parts[:1]
                  and re.search(r"^\s*(from|import)\s+textual\b", p.read_text(), re.M)]

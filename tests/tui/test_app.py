@@ -367,7 +367,7 @@ async def test_copy_save_transcript_origins_and_palette(chat_pair, workspace, ho
         await pilot.press("c")
         assert app.clipboard == reply.text
 
-        await pilot.press("ctrl+s")  # the export dialog (tests/test_tui_sessions.py covers its choices)
+        await pilot.press("ctrl+s")  # the export dialog (tests/tui/test_sessions.py covers its choices)
         await wait_for(pilot, lambda: app.screen is not app.chat, 5, "the export dialog")
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.screen is app.chat, 5, "the chat")

@@ -19,9 +19,8 @@ from localspec.speculative.builder import build_engine
 from localspec.speculative.config import TARGET_ONLY
 from localspec.speculative.engine import GenParams
 from localspec.tools import Policy, Toolbox
-from tests.scripted_gguf import write_scripted_gguf
+from tests.scripted_gguf import QWEN3_ANSWER, write_scripted_gguf
 
-QWEN3_ANSWER = ["<think>", "what", "▁is", "▁it", "</think>", "hello", "▁world", "<|im_end|>"]
 # After the reasoning, a call: the grammar forces `<tool_call>\n{"name": "list_dir", "arguments": {`, then the script
 # closes the arguments ("}}") and ends the turn after `</tool_call>`.
 QWEN3_CALL = ["<think>", "read", "▁file", "</think>", "<tool_call>", "{", "}}", "</tool_call>", "<|im_end|>"]
@@ -168,7 +167,7 @@ def test_serve_reasoning_content(models):
 
 def test_serve_tool_call_after_reasoning(models):
     """The call continues from the model's own `<tool_call>` token (one USER_DEFINED token in Qwen's tokenizer), as in
-    the agent loop; without reasoning: tests/test_serve_scripted.py."""
+    the agent loop; without reasoning: tests/serve/test_scripted.py."""
     from tests.serve_helpers import client, running_server
 
     tools = [{"type": "function", "function": {"name": "list_dir", "description": "List files",

@@ -2,7 +2,7 @@
 
 Deterministic by construction: the conversation and the statistics are fixed values put into the real widgets
 (no timings, no model output), notifications are cleared and the cursor does not blink. Regenerate after a
-deliberate UI change with `pytest tests/test_tui_snapshots.py --snapshot-update` and review the SVGs.
+deliberate UI change with `pytest tests/tui/test_snapshots.py --snapshot-update` and review the SVGs.
 """
 
 from __future__ import annotations

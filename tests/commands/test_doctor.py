@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from tests.test_cli_run import localspec
+from tests.cli_helpers import run_localspec
 
 
 @pytest.fixture(scope="module")
 def report() -> dict:
-    proc = localspec("doctor", "--json")
+    proc = run_localspec("doctor", "--json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -49,12 +49,12 @@ def test_self_test_runs_on_the_cpu_and_on_every_gpu_the_build_offloads_to(report
 
 
 def test_no_self_test_flag_skips_it():
-    proc = localspec("doctor", "--json", "--no-self-test")
+    proc = run_localspec("doctor", "--json", "--no-self-test")
     assert proc.returncode == 0 and json.loads(proc.stdout)["self_test"] is None
 
 
 def test_text_report_agrees_with_json(report):
-    proc = localspec("doctor")
+    proc = run_localspec("doctor")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     b = report["llama_cpp"]

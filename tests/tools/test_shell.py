@@ -263,7 +263,7 @@ def test_agent_killed_mid_command_leaves_nothing(tmp_path):
             f"Toolbox({str(tmp_path)!r}, Policy('auto')).call('run_shell', "
             "{'command': 'setsid sleep 35 & sleep 100', 'timeout_s': 120})\n")
     agent = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, LOCALSPEC_TEST_MARK=mark),
-                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     deadline = time.monotonic() + 20
     while len(marked_processes(mark)) < 4 and time.monotonic() < deadline:  # agent, wrapper, shell, sleeps
         time.sleep(0.05)

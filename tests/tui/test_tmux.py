@@ -16,7 +16,7 @@ import pytest
 
 from localspec.models.resolve import demo_model_path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),

@@ -5,7 +5,7 @@ connects to it and shows what it reports, and `serve --backend openai` answers i
 
 (llama-server 0.3.36 renders SmolLM2's tool definitions but does not hold this 135M model to a call, even with
 tool_choice "required": calls, approvals and MCP tools over the remote backend are tested against localspec's own
-server in tests/test_remote_agent.py.)"""
+server in tests/remote/test_turns.py.)"""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_agent_cli import localspec
+from tests.cli_helpers import localspec
 from tests.serve_helpers import client, free_port
 
 httpx = pytest.importorskip("httpx")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 QWEN_TEMPLATE = ROOT / "tests" / "data" / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"  # ChatML, with tools
 
 pytestmark = pytest.mark.slow

@@ -6,25 +6,18 @@ The tiny models never emit EOS, so every run caps --max-tokens. Each run is a fr
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.cli_helpers import run_localspec
+
 N = 24  # tokens per generation: enough for several draft/verify steps
 
 
-def localspec(*args, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "localspec", *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def run_json(*args) -> dict:
-    proc = localspec("run", *args, "--json")
+    proc = run_localspec("run", *args, "--json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -89,7 +82,7 @@ def test_raw_skips_chat_template(tiny_pair_paths):
 # -- streaming mode ----------------------------------------------------------------------------------------------
 @pytest.mark.slow  # the CLI in subprocesses
 def test_streaming_prints_text_and_one_line_summary(pair_args, spec_json):
-    proc = localspec("run", "hello world", *pair_args)
+    proc = run_localspec("run", "hello world", *pair_args)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == spec_json["text"] + "\n"
     lines = proc.stderr.strip().splitlines()
@@ -136,20 +129,20 @@ def bad_files(tiny_pair_paths, tmp_path_factory) -> dict[str, Path]:
 def test_bad_model_file(kind, role, bad_files, tiny_pair_paths):
     bad = bad_files[kind]
     paths = {"target": tiny_pair_paths[0], "draft": tiny_pair_paths[1], role: bad}
-    proc = localspec("run", "hi", "--target", paths["target"], "--draft", paths["draft"], "--max-tokens", 2)
+    proc = run_localspec("run", "hi", "--target", paths["target"], "--draft", paths["draft"], "--max-tokens", 2)
     assert_one_line_error(proc, bad.name)
 
 
 @pytest.mark.slow  # the CLI in subprocesses
 def test_incompatible_draft_names_the_token(tiny_pair_paths, tiny_other_vocab):
-    proc = localspec("run", "hi", "--target", tiny_pair_paths[0], "--draft", tiny_other_vocab, "--max-tokens", 2)
+    proc = run_localspec("run", "hi", "--target", tiny_pair_paths[0], "--draft", tiny_other_vocab, "--max-tokens", 2)
     assert_one_line_error(proc, "token")
 
 
 @pytest.mark.slow  # the CLI in subprocesses
 def test_draft_and_no_draft_contradict(tiny_pair_paths):
     target, draft = tiny_pair_paths
-    proc = localspec("run", "hi", "--target", target, "--draft", draft, "--no-draft", "--max-tokens", 2)
+    proc = run_localspec("run", "hi", "--target", target, "--draft", draft, "--no-draft", "--max-tokens", 2)
     assert_one_line_error(proc, "--no-draft")
 
 
@@ -170,8 +163,8 @@ def test_draft_and_no_draft_contradict(tiny_pair_paths):
 ])
 @pytest.mark.slow  # the CLI in subprocesses
 def test_bad_numbers(flag, value, tiny_pair_paths):
-    proc = localspec("run", "hello world", "--target", tiny_pair_paths[0], "--no-draft", "--max-tokens", 2,
-                     "--temperature", 1, flag, value)
+    proc = run_localspec("run", "hello world", "--target", tiny_pair_paths[0], "--no-draft", "--max-tokens", 2,
+                         "--temperature", 1, flag, value)
     assert_one_line_error(proc, flag)
 
 
@@ -179,8 +172,8 @@ def test_bad_numbers(flag, value, tiny_pair_paths):
 def test_tiny_context_never_aborts(tiny_pair_paths):
     # A context smaller than the prompt and than n_batch: llama.cpp clamps n_batch to it; either the run works
     # (the cache is padded) or it is a one-line error, but never a GGML_ASSERT abort.
-    proc = localspec("run", "hello world, a prompt longer than eight tokens", "--target", tiny_pair_paths[0],
-                     "--draft", tiny_pair_paths[1], "--max-tokens", 4, "--ctx-size", 8)
+    proc = run_localspec("run", "hello world, a prompt longer than eight tokens", "--target", tiny_pair_paths[0],
+                         "--draft", tiny_pair_paths[1], "--max-tokens", 4, "--ctx-size", 8)
     if proc.returncode != 0:
         assert_one_line_error(proc)
     else:

@@ -17,7 +17,7 @@ from localspec.conversations import (ConversationError, ConversationStore, avail
                                      open_store, render, title_from)
 from localspec.conversations.exports import ExportExists
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

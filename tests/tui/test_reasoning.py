@@ -10,8 +10,7 @@ from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
 from localspec.launch.flags import RunFlags
 from localspec.tui.widgets.reasoning import ReasoningBlock, reasoning_title
-from tests.scripted_gguf import write_scripted_gguf
-from tests.test_reasoning_e2e import QWEN3_ANSWER
+from tests.scripted_gguf import QWEN3_ANSWER, write_scripted_gguf
 from tests.tui_helpers import messages, ready, send, wait_for, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # the app driven end to end (Pilot, real llama.cpp)

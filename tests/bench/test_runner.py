@@ -13,8 +13,8 @@ from pathlib import Path
 
 from localspec.bench.scoring import call_matches, case_correct
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "bfcl_subset.jsonl"  # shipped, see bfcl_subset.md
-MULTI = Path(__file__).resolve().parents[1] / "benchmarks" / "multiturn.jsonl"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "bfcl_subset.jsonl"  # shipped, see bfcl_subset.md
+MULTI = Path(__file__).resolve().parents[2] / "benchmarks" / "multiturn.jsonl"
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
     "s": {"type": "string"}, "x": {"type": "number"}, "n": {"type": "integer"}, "l": {"type": "array"},
     "o": {"type": "object"}}, "required": ["s"]}}}]
@@ -113,7 +113,7 @@ def test_configs_take_turns_and_run_as_if_alone(tiny_pair_paths, home):
 def test_oracle_ceiling_drafts_baseline_answer(tiny_pair_paths):
     """benchmarks/oracle_ceiling.py: the oracle drafts baseline's own answer, so on exact (F32) weights it gives the
     same outputs and needs one verify pass per 64 tokens after the first pick."""
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "oracle_ceiling.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "oracle_ceiling.py"
     out = subprocess.run([sys.executable, str(script), str(MULTI), "--target", str(tiny_pair_paths[0]), "--limit", "3",
                           "--json"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr

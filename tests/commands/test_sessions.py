@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from localspec.conversations import ConversationStore
-from tests.test_agent_cli import AGENT_ARGS, localspec
+from tests.cli_helpers import AGENT_ARGS, localspec
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The agent loop with its turns on a remote OpenAI-compatible server (issue 28, part 3): tool calls the server
 makes run here, under the same approvals, MCP servers' tools included. The server is localspec's own (`serve`, on the
-tiny GGUF), which holds any model to a forced call: llama-server is tested in tests/test_remote_llama_server.py."""
+tiny GGUF), which holds any model to a forced call: llama-server is tested in tests/remote/test_llama_server.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.mcp.conftest import stdio_server, write_mcp_config
-from tests.test_agent_cli import localspec
+from tests.cli_helpers import localspec
 from tests.serve_helpers import running_server
 
 

@@ -9,7 +9,7 @@ import pytest
 from localspec.errors import ConfigError
 from localspec.models.catalog import catalog_path, load_catalog, parse_catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 GOOD = """
 default = "p"

@@ -1,0 +1,29 @@
+"""`python -m localspec` as a user runs it, in a subprocess on this checkout: the helpers the CLI tests share."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# `run --tools` on the tiny GGUF: two steps, a forced call to one of two tools, a few tokens each.
+AGENT_ARGS = ("--no-draft", "--tools", "--max-steps", "2", "--tool-choice", "required", "--max-tokens", "8",
+              "--tool-names", "read_file,list_dir", "--threads", "1")
+
+
+def localspec(*args, home: Path, cwd: Path = ROOT, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    """The CLI with its own LOCALSPEC_HOME."""
+    env = dict(os.environ, LOCALSPEC_HOME=str(home),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "localspec", *map(str, args)], cwd=cwd, env=env, stdin=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def run_localspec(*args, timeout: float = 60) -> subprocess.CompletedProcess:
+    """The CLI in the checkout, under this process's environment (no LOCALSPEC_HOME of its own)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "localspec", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
