@@ -117,6 +117,12 @@ def test_a_try_replaces_the_price_that_kept_the_model_out():
     assert p.token_s == pytest.approx(0.001)
 
 
+def test_a_try_replaces_the_price_that_kept_the_model_out():
+    p = ModelPrice(5.0)
+    p.observe(ModelCall(fed=300, feed_s=0.5, decodes=4, steps_s=0.004, drafted=5), anew=True)
+    assert p.token_s == pytest.approx(0.001)
+
+
 @pytest.mark.parametrize("name, first_rate, fixed, asked", [
     ("ngram", 0.25, False, True),  # a weak n-gram guess: the draft model's first token is likelier (prior 0.7)
     ("span", 0.9, False, False),  # a strong copy: not worth a draft-model call
