@@ -115,24 +115,3 @@ def test_a_try_replaces_the_price_that_kept_the_model_out():
     p = ModelPrice(5.0)
     p.observe(ModelCall(fed=300, feed_s=0.5, decodes=4, steps_s=0.004, drafted=5), anew=True)
     assert p.token_s == pytest.approx(0.001)
-
-
-def test_a_try_replaces_the_price_that_kept_the_model_out():
-    p = ModelPrice(5.0)
-    p.observe(ModelCall(fed=300, feed_s=0.5, decodes=4, steps_s=0.004, drafted=5), anew=True)
-    assert p.token_s == pytest.approx(0.001)
-
-
-@pytest.mark.parametrize("name, first_rate, fixed, asked", [
-    ("ngram", 0.25, False, True),  # a weak n-gram guess: the draft model's first token is likelier (prior 0.7)
-    ("span", 0.9, False, False),  # a strong copy: not worth a draft-model call
-    ("schema", 0.1, False, False),  # forced text is not a guess
-    ("ngram", 0.25, True, False),  # seeded sampling: drafting depends on nothing measured or learned
-])
-def test_the_model_contests_a_weak_candidate(name, first_rate, fixed, asked):
-    from localspec.speculative.drafters.hybrid import START, Priced
-
-    h = HybridDrafter(costs=_costs())
-    h.rates.fixed = fixed
-    cand = Priced(name, [1, 2, 3], name, [first_rate, 0.9, 0.9, 0.9, 0.9, 0.9], START)
-    assert h._model_contests(cand) is asked
