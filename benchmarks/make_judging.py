@@ -25,22 +25,21 @@ import random
 import re
 from pathlib import Path
 
+from make_edits import TOOLS as EDIT_SUITE_TOOLS  # benchmarks/ is the script's folder, first on sys.path
+
 HERE = Path(__file__).parent
 FILES = HERE / "judge_files"
 
+# The file tools as benchmarks/make_edits.py defines them (the same schemas, so the suites compare), and the other
+# workspace tools.
+_FILE = {t["function"]["name"]: t for t in EDIT_SUITE_TOOLS}
 TOOLS = [
     {"type": "function", "function": {
         "name": "list_dir", "description": "List the entries of a folder in the workspace.",
         "parameters": {"type": "object", "properties": {
             "path": {"type": "string", "description": "Folder, relative to the workspace root."}},
             "required": ["path"]}}},
-    {"type": "function", "function": {
-        "name": "read_file", "description": "Read a text file from the workspace.",
-        "parameters": {"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the workspace root."},
-            "start_line": {"type": "integer", "description": "First line to return (1-based, inclusive)."},
-            "end_line": {"type": "integer", "description": "Last line to return (1-based, inclusive)."}},
-            "required": ["path"]}}},
+    _FILE["read_file"],
     {"type": "function", "function": {
         "name": "search_text", "description": "Search the workspace's files for a regular expression.",
         "parameters": {"type": "object", "properties": {
@@ -52,19 +51,8 @@ TOOLS = [
         "parameters": {"type": "object", "properties": {
             "command": {"type": "string", "description": "The command line."}},
             "required": ["command"]}}},
-    {"type": "function", "function": {
-        "name": "edit_file", "description": "Replace one exact occurrence of text in a file.",
-        "parameters": {"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the workspace root."},
-            "old": {"type": "string", "description": "Exact text to replace; must occur exactly once in the file."},
-            "new": {"type": "string", "description": "Replacement text."}},
-            "required": ["path", "old", "new"]}}},
-    {"type": "function", "function": {
-        "name": "write_file", "description": "Write a whole file (created or replaced).",
-        "parameters": {"type": "object", "properties": {
-            "path": {"type": "string", "description": "File path, relative to the workspace root."},
-            "content": {"type": "string", "description": "The complete new file content."}},
-            "required": ["path", "content"]}}},
+    _FILE["edit_file"],
+    _FILE["write_file"],
 ]
 EDIT_TOOLS = [t for t in TOOLS if t["function"]["name"] in ("read_file", "edit_file", "write_file")]
 

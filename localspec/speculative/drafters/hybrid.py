@@ -18,6 +18,7 @@ from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import Candidate, CandidateDrafter, Draft, Drafter, DraftRequest
 from localspec.speculative.drafters.gate import MIN_COST_SHARE, SourceGate
 from localspec.speculative.drafters.model_price import ModelPrice
+from localspec.speculative.drafters.prefix import shared_len
 from localspec.speculative.drafters.rates import (FLOOR, LINE, PROSE, START, THRESHOLD_UNMEASURED, AcceptanceRates,
                                                   base, depth)
 
@@ -56,17 +57,6 @@ def cut_length(probs: Sequence[float], forced: Sequence[bool], c0: float, c1: fl
         if v >= best_v - 1e-12:
             best_n, best_v = i + 1, v
     return best_n
-
-
-def _shared(a: list[int], b: list[int]) -> int:
-    """How many leading tokens two token lists have in common (two candidates that disagree within it are rival
-    guesses; a source's tokens that spell forced text are that text)."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class Priced:
@@ -363,14 +353,14 @@ class HybridDrafter(Drafter):
             key = found.key + (PROSE if cons is None else "")
             toks = found.tokens if cons is None else found.tokens[: cons.valid_prefix(found.tokens)]
             start = START - src.bucket(found.match)
-            skip = _shared(toks, forced)
+            skip = shared_len(toks, forced)
             cand = Priced(src.name, toks, key, self.rates.of_candidate(key, start), start, skip,
                            self.rates("bytes", START), found.breaks)
             n, value = self._take(cand, reach, thr, share)
             if not n:
                 continue
             cand.toks = toks[:n]
-            if best is not None and _shared(best.toks, cand.toks) < min(n, len(best.toks)):
+            if best is not None and shared_len(best.toks, cand.toks) < min(n, len(best.toks)):
                 # Different guesses are compared over the same number of tokens: what follows the shorter one is
                 # drafted after it all the same (the rest of a value, the structure after it), so a candidate that
                 # runs on into the next key or call must not outbid a likelier guess at this value by its length.

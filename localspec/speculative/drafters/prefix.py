@@ -28,3 +28,19 @@ def common_prefix(own: Sequence[int], tokens: Sequence[int]) -> int:
     else:
         return n
     return next((i for i in range(head, n) if own[i] != tokens[i]), n)
+
+
+def shared_len(a: Sequence, b: Sequence) -> int:
+    """How many leading items two sequences (token lists, bytes) have in common, by halving: each comparison is a
+    slice compared in C, so a long common run costs a few comparisons, not one Python step per item."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo

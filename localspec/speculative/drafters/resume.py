@@ -11,18 +11,11 @@ resembles. Where the guess is wrong the next line start guesses again.
 
 from __future__ import annotations
 
+from localspec.speculative.drafters.prefix import shared_len
+
 MAX_NEW_LINES = 6  # new lines looked back over for the anchor: an edit's change is a few lines
 MIN_ANCHOR = 12  # bytes of copied text the anchor must end with (a lone `}` line matches anywhere)
 SIMILAR = 0.5  # a new line sharing this share of its first characters with the old line replaces it
-
-
-def _common(a: bytes, b: bytes) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def resume_at(written: bytes, source: bytes) -> tuple[int, int] | None:
@@ -50,7 +43,7 @@ def resume_at(written: bytes, source: bytes) -> tuple[int, int] | None:
             return None
         first_new, first_old = new[0].strip(), olds[0].strip()
         if first_new and first_old:
-            replaced = _common(first_new, first_old) >= SIMILAR * min(len(first_new), len(first_old))
+            replaced = shared_len(first_new, first_old) >= SIMILAR * min(len(first_new), len(first_old))
         else:
             replaced = first_new == first_old  # a blank line inserted before text, or one replacing a blank line
         skip = n_new if replaced else 0  # a changed line replaces its old line; an inserted one pushes it down

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
+from localspec.speculative.drafters.prefix import shared_len
+
 SEP = -1  # never a real token id: no match or continuation runs across two sequences
 KEY = 4  # tokens hashed per position
 MAX_MATCH = 64  # a match this long is as sure as any: stop extending
@@ -105,7 +107,7 @@ class SuffixIndex:
                 out += conts[live[0]][d:]
                 break
             first = conts[live[0]]
-            run = min(_common(first[d:], conts[i][d:]) for i in live[1:])  # where they all agree, at C speed
+            run = min(shared_len(first[d:], conts[i][d:]) for i in live[1:])  # where they all agree, at C speed
             out += first[d:d + run]
             d += run
             if d >= max_len:
@@ -122,18 +124,3 @@ class SuffixIndex:
             live = [i for i, t in zip(live, nexts) if t == tok]
             d += 1
         return out, best, support
-
-
-def _common(a: list[int], b: list[int]) -> int:
-    """Length of the common prefix of two lists, by halving (each comparison a slice compared in C)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
