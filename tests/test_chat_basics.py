@@ -188,6 +188,7 @@ def store_params(session) -> dict:
     return session.conversations.get(session.conversation_id, messages=False).params
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_a_run_conversation_resumed_in_the_app_keeps_its_pair(home, tmp_path):  # noqa: F811
     """`run --tools` on the demo records pair_name "demo"; the app reopening it loads the demo and keeps calling it
     "demo" (it used to rewrite the pair to the model's file name)."""

@@ -35,6 +35,7 @@ def run_json(*args, home: Path) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_the_tools_prefix_is_computed_once_and_restored_by_the_next_run(tiny_target, workspace, tmp_path):
     home = tmp_path / "home"
     first = run_json("list the files", "--target", tiny_target, *AGENT, "--workspace", workspace, home=home)
@@ -85,6 +86,7 @@ def _on_a_terminal(*args, home: Path) -> tuple[int, str, str]:
     return proc.returncode, out, b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_a_long_prompt_being_read_is_shown_on_a_terminal_only(tiny_target, tmp_path):
     prompt = "read this: " + "the file name path and the code data " * 40  # several hundred tokens
     code, out, err = _on_a_terminal("run", prompt, "--target", tiny_target, "--no-draft", "--max-tokens", "2",

@@ -9,6 +9,7 @@ import asyncio
 import hmac
 import json
 import logging
+import time
 
 from localspec.serve.body import parse_json, read_body
 from localspec.serve.errors import APIError, internal, unauthorized
@@ -20,6 +21,7 @@ from localspec.serve.schemas import parse_chat_request
 from localspec.serve.service import ChatService
 
 log = logging.getLogger("localspec.serve")  # one line per request for the debug log (debug_log.py)
+RELAY_S = 0.02  # a stream's events wake the event loop at most this often (see _relay)
 
 
 def create_app(service: ChatService, api_key: str | None = None):
@@ -64,12 +66,7 @@ def create_app(service: ChatService, api_key: str | None = None):
         plan = await asyncio.to_thread(service.plan, req)  # tokenizing and schema checks: off the event loop
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
-
-        def emit(ev) -> None:  # called from the worker thread
-            try:
-                loop.call_soon_threadsafe(events.put_nowait, ev)
-            except RuntimeError:  # the event loop is gone (shutdown)
-                pass
+        emit = _relay(loop, events, stream=req.stream)
 
         client = request.client.host if request.client else ""
         if isinstance(plan, Plan):  # a remote backend's service passes the request on as it came (serve/remote.py)
@@ -106,6 +103,36 @@ def create_app(service: ChatService, api_key: str | None = None):
         finally:
             gone.cancel()
             job.cancel.set()  # finished, failed or abandoned: the engine must not keep generating for nobody
+
+    def _relay(loop, events: asyncio.Queue, *, stream: bool):
+        """The worker thread's events into the event loop's queue, waking the loop as seldom as serves the client.
+        Why: every wake-up runs Python on a core that llama.cpp's threads are using (on 2 cores, serve measured a
+        15.5 ms step where `run` measured 10.3 ms for the same prompt). A whole response is built from the Done
+        event alone, so its text events are not sent; a stream gets them in batches, at most one wake-up per
+        RELAY_S: an event within RELAY_S of the last wake-up goes with the next one (the next token's, a step
+        later) or with the end."""
+        pending: list = []
+        state = {"queued": False, "last": 0.0}
+
+        def flush() -> None:  # in the event loop
+            state["queued"] = False
+            while pending:
+                events.put_nowait(pending.pop(0))
+
+        def emit(ev) -> None:  # called from the worker thread
+            final = isinstance(ev, (DoneEvent, ErrorEvent))
+            if not stream and not final:
+                return
+            pending.append(ev)
+            now = time.monotonic()
+            if state["queued"] or (not final and now - state["last"] < RELAY_S):
+                return
+            state["queued"], state["last"] = True, now
+            try:
+                loop.call_soon_threadsafe(flush)
+            except RuntimeError:  # the event loop is gone (shutdown)
+                pass
+        return emit
 
     async def _disconnected(request: Request) -> None:
         while (await request.receive())["type"] != "http.disconnect":

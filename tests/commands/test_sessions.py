@@ -96,6 +96,7 @@ def test_no_transcript_saves_nothing(tiny_target, workspace, tmp_path):
     assert json.loads(ok(localspec("sessions", "--json", home=home)).stdout) == []
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_list_is_newest_first_and_searchable(tmp_path):
     home = tmp_path / "home"
     first, second = seed(home, "alpha question", "beta question")

@@ -154,6 +154,7 @@ def test_always_is_remembered_for_that_server_tool(tmp_path, home, notes):
         mcp.close()
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_servers_that_fail_to_start_are_one_line_each(tmp_path, home, notes):
     servers = {"good": stdio_server(notes),
                "broken": stdio_server(notes, "--mode", "fail-start"),

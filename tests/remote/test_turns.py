@@ -35,6 +35,7 @@ def agent(server, workspace, home, *args) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_a_forced_call_is_made_there_and_run_here(server, workspace, tmp_path):
     out = agent(server, workspace, tmp_path / "home", "--tool-names", "read_file,list_dir", "--tool-choice",
                 "list_dir", "--approve", "auto")
@@ -53,6 +54,7 @@ def test_approvals_apply_to_the_servers_calls(server, workspace, tmp_path):
     assert sorted(p.name for p in workspace.iterdir()) == ["notes.txt"]  # nothing written
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_mcp_tools_are_offered_to_the_server_and_run_here(server, workspace, tmp_path, notes):
     mcp = write_mcp_config(tmp_path / "mcp.json", {"notes": stdio_server(notes)})
     out = agent(server, workspace, tmp_path / "home", "--mcp-config", mcp, "--tool-names", "read_note,list_dir",

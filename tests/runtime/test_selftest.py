@@ -52,6 +52,7 @@ def test_a_crash_is_reported_with_its_signal_and_stage(tiny_target):
     assert t["failure"] == "the child crashed with SIGSEGV while loading the model on CUDA0"
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_a_hang_is_reported_with_its_stage(tiny_target):
     hang = _child("import time\nprint('stage decode', flush=True)\ntime.sleep(30)")
     t = run_one(tiny_target, "CPU", command=hang, timeout=2)

@@ -155,6 +155,7 @@ def _bench(*args):
                           text=True, timeout=600)
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_bench_projects_each_config_onto_the_profiles_machine(tiny_pair_paths, tmp_path):
     target, draft = tiny_pair_paths
     suite = ROOT / "benchmarks" / "multiturn.jsonl"

@@ -265,6 +265,7 @@ async def test_switch_pair_from_the_models_screen_keeps_the_conversation(chat_pa
         assert len(app.session.history) == len(before) + 2
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 async def test_first_run_without_models_lands_on_the_models_screen(workspace, home, monkeypatch):
     """Nothing installed: the models screen opens with an explanation (the packaged demo model, when present,
     loads behind it so Esc leads to a working chat)."""

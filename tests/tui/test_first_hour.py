@@ -45,6 +45,7 @@ def header(app) -> str:
     return plain(app.chat.query_one("#topbar")) + plain(app.chat.query_one("#where"))
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 async def test_tools_switch_per_chat_and_a_forced_tool(chat_pair, workspace, home):  # noqa: F811
     write_config(home, GREEDY)
     (workspace / "notes.txt").write_text("hello\n")
@@ -68,6 +69,7 @@ async def test_tools_switch_per_chat_and_a_forced_tool(chat_pair, workspace, hom
         assert app.session.next_tool is None and "tools on" in header(app)
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 async def test_edit_regenerate_and_delete_with_keys(chat_pair, workspace, home):  # noqa: F811
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace, max_tokens=6, tool_choice="none")
@@ -108,6 +110,7 @@ async def test_edit_regenerate_and_delete_with_keys(chat_pair, workspace, home):
         assert [m["content"] for m in saved if m["role"] == "user"] == ["second, edited"]
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 async def test_panel_and_title_follow_the_conversation(chat_pair, workspace, home):  # noqa: F811
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace, max_tokens=6, tool_choice="none")
@@ -148,6 +151,7 @@ async def test_every_main_key_is_in_the_footer_at_80_columns(chat_pair, workspac
         assert labels["f4"] == "Chats" and labels["f5"] == "Tools" and labels["^r"] == "Think"
 
 
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 async def test_the_lists_keep_their_keys(chat_pair, workspace, home):  # noqa: F811
     from textual.widgets import DataTable, Input
 
