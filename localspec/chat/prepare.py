@@ -100,6 +100,7 @@ def prepare_messages(
             last_is_result = False
 
     if inject:
+        assert tools is not None  # inject needs tools
         prompt = fmt.tool_prompt(tools)
         if out and out[0].get("role") == "system":
             first = out[0]["content"]

@@ -24,12 +24,12 @@ OPEN_STATE, MAYBE, OFF = "open", "maybe", "off"
 
 def template_reasons(template: str | None) -> bool:
     """Whether a chat template belongs to a model that writes `<think>` blocks (it must handle them in history)."""
-    return bool(template) and CLOSE in template
+    return bool(template and CLOSE in template)
 
 
 def template_switch(template: str | None) -> bool:
     """Whether the template reads the `enable_thinking` variable (Qwen3, llama.cpp's DeepSeek-R1 templates)."""
-    return bool(template) and "enable_thinking" in template
+    return bool(template and "enable_thinking" in template)
 
 
 def template_vars(template: str | None, thinking: bool) -> dict:

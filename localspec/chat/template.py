@@ -54,4 +54,5 @@ def render_chat(
             refusal = refusal or exc
         except Exception as exc:  # any template bug is the user's config problem, in one line
             raise render_error(exc) from None
+    assert refusal is not None  # _variants gives at least one variant, and each one raised
     raise render_error(refusal) from None

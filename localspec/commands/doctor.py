@@ -29,7 +29,7 @@ def collect(self_test: bool = True) -> dict:
     from localspec.runtime.backend import backend_info
     from localspec.runtime.selftest import self_test as run_self_test
 
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             packages[name] = version(name)

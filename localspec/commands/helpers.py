@@ -10,6 +10,7 @@ imported inside the functions that need it, so `localspec models` or `--help` ne
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from localspec.speculative import registry
 
@@ -118,7 +119,7 @@ def flags_from_args(args: argparse.Namespace, prefix: str = ""):
     top level, stay unset)."""
     from localspec.launch.flags import RunFlags
 
-    values = {}
+    values: dict[str, Any] = {}
     for name in RunFlags.names():
         value = getattr(args, prefix + name, None)
         if value is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from localspec.errors import ConfigError
 from localspec.models.catalog import format_mb, load_catalog
@@ -65,7 +66,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     catalog, paths = load_catalog(), get_paths()
     registry = load_registry(paths.registry_file)
     default = _default_pair(load_config(), catalog)
-    pairs = [{"name": n, "description": p.description, "default": n == default, "state": pair_state(p, registry),
+    pairs: list[dict[str, Any]] = [{"name": n, "description": p.description, "default": n == default, "state": pair_state(p, registry),
               "size": p.size, "target": _file_json(p.target, registry), "draft": _file_json(p.draft, registry),
               "hints": p.hints.model_dump()} for n, p in catalog.pairs.items()]
     demo = {**demo_pair(), "default": default == DEMO}

@@ -42,7 +42,7 @@ def cmd_remote_run(args, config) -> int:
                           "stats": done.stats, "backend": "openai", "base_url": backend.base_url,
                           "model": backend.model}, ensure_ascii=True))
         return 0
-    done = None
+    finished: RemoteDone | None = None
     show = getattr(args, "reasoning", "show") == "show"
     for ev in backend.stream(messages, **kw):
         if isinstance(ev, RemoteTextDelta):
@@ -54,8 +54,8 @@ def cmd_remote_run(args, config) -> int:
             # A server's text is untrusted: terminal escapes in a name or argument are shown, not run.
             sys.stdout.write(f"\n[tool call] {safe_text(ev.name, 200)} {safe_text(ev.arguments_json, ARGUMENT_CHARS)}")
         elif isinstance(ev, RemoteDone):
-            done = ev
+            finished = ev
     end_reply()
-    print(f"[{safe_text(summary(done.stats if done else None, backend.base_url), 2000)}]", file=sys.stderr,
+    print(f"[{safe_text(summary(finished.stats if finished else None, backend.base_url), 2000)}]", file=sys.stderr,
           flush=True)
     return 0

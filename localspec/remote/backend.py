@@ -16,7 +16,7 @@ import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from localspec.chat.formats.base import coerce_arguments
 from localspec.errors import LocalspecError
@@ -135,9 +135,10 @@ class RemoteBackend:
         content: list[str] = []
         reasoning: list[str] = []
         calls: dict[int, dict] = {}
+        state: dict = {}
         with self._open("/chat/completions", body) as resp:
             try:
-                yield from self._read(resp, content, reasoning, calls, cancel, state := {})
+                yield from self._read(resp, content, reasoning, calls, cancel, state)
             except (OSError, http.client.HTTPException) as exc:  # the connection broke mid-answer
                 raise RemoteError(f"{self.base_url}: the answer was cut off: {exc}") from None
             except ValueError as exc:  # not JSON where a chunk should be
@@ -150,6 +151,7 @@ class RemoteBackend:
 
     def _read(self, resp, content: list[str], reasoning: list[str], calls: dict, cancel, state: dict):
         """The response's chunks as events; what ends up in RemoteDone goes into `state` as it comes."""
+        payloads: Iterator[Any]
         if "text/event-stream" in resp.headers.get("Content-Type", ""):
             payloads = (json.loads(d) for d in sse_data(resp) if d.strip() != "[DONE]")
         else:  # a server that ignores "stream": one whole completion
@@ -182,6 +184,7 @@ class RemoteBackend:
         done = None
         for ev in self.stream(messages, **kw):
             done = ev if isinstance(ev, RemoteDone) else done
+        assert done is not None  # stream() ends with a RemoteDone or raises
         return done
 
     def _stats(self, field_stats, timings, before) -> dict | None:

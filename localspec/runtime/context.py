@@ -7,7 +7,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -112,7 +112,7 @@ class Context:
         self._tops: dict[int, tuple[list[int], list[float]] | None] = {}  # rows read back, by batch index
         self._tops_kept = False  # every row of the last batch is in _tops (a side decode overwrote llama.cpp's)
         self._last: tuple[int, list[int], list[bool]] | None = None  # the last batch: (position, tokens, flags)
-        self._side_batch = None  # a one-token batch on SIDE_SEQ, made on first use
+        self._side_batch: Any = None  # a one-token batch on SIDE_SEQ, made on first use
         self.side_decodes = 0  # rows computed again on the side sequence (see logits())
 
     def close(self) -> None:
@@ -158,7 +158,7 @@ class Context:
         elif logits == "none":
             flags = [False] * n
         else:
-            flags = list(logits)
+            flags = list(cast(Sequence[bool], logits))
         if sum(flags) > self.max_rows:
             raise ValueError(f"{sum(flags)} logits rows exceed this context's {self.max_rows}")
         b = self._batch
@@ -244,6 +244,7 @@ class Context:
         """Row i of the last batch, decoded again on SIDE_SEQ: that sequence shares the cache's cells up to the row's
         token (a copy of seq 0's positions, no data moved), has no sampler, so llama.cpp returns its raw logits."""
         b = self._batch_index(i)
+        assert self._last is not None and self._picks is not None  # _batch_index checked; logits() came here for it
         base, tokens, flags = self._last
         pos = base + b
         if self.tokens[pos:pos + 1] != [tokens[b]]:
@@ -340,7 +341,7 @@ class Context:
             t_batch = time.perf_counter()
             self.decode(tokens[start:end], "last" if (last and logits_last) else "none")
             done = end - keep
-            if end == save_at and self._save(store.path(tokens[:end]), store):
+            if end == save_at and store is not None and self._save(store.path(tokens[:end]), store):
                 saved = end
             if progress is not None:
                 progress(done, todo)

@@ -190,6 +190,7 @@ def create_app(service: ChatService, api_key: str | None = None):
         Route("/metrics", metrics, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={APIError: api_error, HTTPException: http_error,
+    # Starlette types each handler as taking any Exception; one registered for a subclass gets only that subclass.
+    app = Starlette(routes=routes, exception_handlers={APIError: api_error, HTTPException: http_error,  # type: ignore[dict-item]
                                                        Exception: crash})
     return app if api_key is not None else LoopbackOnly(app)  # no key: no web pages, no rebound DNS names

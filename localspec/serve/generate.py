@@ -88,10 +88,11 @@ def run_plan(turns: TurnEngine, plan: Plan, cancel: threading.Event, emit: Emit)
     elif held and turn.content:
         emit(TextEvent(turn.content))
     reasoning = None if plan.raw_reasoning else (turn.reasoning or None)
+    answer: str | None = content
     if calls:
-        content = content.strip() or None
+        answer = content.strip() or None
     elif not content and turn.phases and turn.phases[-1][0] == "reasoning":
-        content = None  # the reply ended inside its reasoning: there is no answer
-    emit(DoneEvent(finish_reason(turn), content, calls, turn.stats, len(plan.prompt), turn.generated_tokens,
+        answer = None  # the reply ended inside its reasoning: there is no answer
+    emit(DoneEvent(finish_reason(turn), answer, calls, turn.stats, len(plan.prompt), turn.generated_tokens,
                    reasoning=reasoning))
     return turn

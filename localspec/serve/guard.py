@@ -51,7 +51,7 @@ def is_loopback_origin(origin: str) -> bool:
 
 def refusal(scope) -> tuple[str, str] | None:
     """(code, message) when the request must be refused, else None."""
-    headers = {}
+    headers: dict[str, list[str]] = {}
     for key, value in scope.get("headers", []):
         headers.setdefault(key.decode("latin-1").lower(), []).append(value.decode("latin-1"))
     hosts = headers.get("host", [])

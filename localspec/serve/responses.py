@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 from localspec.serve.generate import DoneEvent
 
@@ -26,7 +27,7 @@ def spec_stats(done: DoneEvent) -> dict:
 
 
 def completion(rid: str, created: int, model_id: str, done: DoneEvent) -> dict:
-    message = {"role": "assistant", "content": done.content if done.content or not done.tool_calls else None,
+    message: dict[str, Any] = {"role": "assistant", "content": done.content if done.content or not done.tool_calls else None,
                "refusal": None}
     if done.reasoning:  # llama-server's --reasoning-format deepseek
         message["reasoning_content"] = done.reasoning

@@ -5,11 +5,15 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 @dataclass
 class RunningServer:
-    server: object  # uvicorn.Server
+    server: uvicorn.Server
     thread: threading.Thread
     host: str
     port: int

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -239,7 +239,7 @@ def _describe(value: Any) -> str:
     return kind
 
 
-def _error_message(err: dict) -> str:
+def _error_message(err: Mapping[str, Any]) -> str:
     param = param_name(err["loc"])
     if err["type"] == "missing":
         return f"Missing required parameter: '{param}'."
@@ -268,9 +268,9 @@ def parse_chat_request(body: Any) -> ChatRequest:
         b = _Body.model_validate(body)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        param = param_name(err["loc"])[:200] or None  # a key is client text: echo a bounded part of it
-        code = "invalid_schema" if param and param.endswith((".parameters", ".schema")) else None
-        raise bad_request(_error_message(err)[:500], param, code) from None
+        where = param_name(err["loc"])[:200] or None  # a key is client text: echo a bounded part of it
+        code = "invalid_schema" if where and where.endswith((".parameters", ".schema")) else None
+        raise bad_request(_error_message(err)[:500], where, code) from None
     if b.n not in (None, 1):
         raise bad_request("only n=1 is supported", "n")
     if b.logprobs:
@@ -278,7 +278,8 @@ def parse_chat_request(body: Any) -> ChatRequest:
     for name in ("temperature", "top_p"):
         if getattr(b, name) is not None and not math.isfinite(getattr(b, name)):
             raise bad_request(f"'{name}' must be a finite number", name)
-    tools = [{"type": "function", "function": t.function.model_dump(exclude_none=True)} for t in b.tools or []]
+    tools: list[dict[str, Any]] = [{"type": "function", "function": t.function.model_dump(exclude_none=True)}
+                                   for t in b.tools or []]
     names = [t["function"]["name"] for t in tools]
     if len(set(names)) != len(names):
         raise bad_request("tools must have distinct function names", "tools")
@@ -325,5 +326,6 @@ def _format(value: _ResponseFormat | None) -> dict | None:
         return None
     if value.type == "json_object":
         return {"type": "json_object"}
+    assert value.json_schema is not None  # _ResponseFormat._schema_given
     js = value.json_schema.model_dump(by_alias=True, exclude_none=True)
     return {"type": "json_schema", "json_schema": js}

@@ -33,8 +33,8 @@ def lone_surrogate(value: Any) -> tuple[str, str] | None:
                 return _param(path), f"\\u{ord(found.group()):04x}"
         elif isinstance(node, dict):
             for key, item in node.items():
-                if not key.isascii() and _SURROGATE.search(key):
-                    return _param(path) or "(a key)", f"\\u{ord(_SURROGATE.search(key).group()):04x}"
+                if not key.isascii() and (hit := _SURROGATE.search(key)):
+                    return _param(path) or "(a key)", f"\\u{ord(hit.group()):04x}"
                 todo.append((item, (path, key)))
         elif isinstance(node, list):
             todo.extend((item, (path, i)) for i, item in enumerate(node))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import llguidance
 import llguidance.llamacpp
@@ -20,9 +20,12 @@ from llguidance import LLMatcher
 from localspec.errors import ConfigError
 from localspec.speculative.constraint import Constraint
 
+if TYPE_CHECKING:
+    from llguidance._lib import JsonCompileOptions
+
 # Canonical JSON (the separators json.dumps uses): fixed whitespace means more tokens are forced and drafts
 # from earlier calls match token for token.
-JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+JSON_OPTIONS: JsonCompileOptions = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 _tokenizers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _tok_lock = threading.Lock()

@@ -35,7 +35,7 @@ class Dist:
         return float(self.probs[hit[0]]) if hit.size else 0.0
 
     def sample(self, rng: np.random.Generator) -> int:
-        return int(self.ids[min(np.searchsorted(np.cumsum(self.probs), rng.random(), side="right"),
+        return int(self.ids[min(int(np.searchsorted(np.cumsum(self.probs), rng.random(), side="right")),
                                 len(self.ids) - 1)])
 
 

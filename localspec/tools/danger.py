@@ -315,17 +315,17 @@ def _rate_command(cmd: SimpleCommand, root: str, r: _Ratings, depth: int) -> Non
         elif any(a in ("777", "a+rwx", "o+w") for a in positional):
             r.add(MEDIUM, "makes files world-writable")
     if prog == "git" and positional:
-        sub = positional[0]
-        if sub == "push":
+        subcommand = positional[0]
+        if subcommand == "push":
             forced = any(a in ("-f", "--mirror") or a.startswith("--force") or _long([a], "--force")
                          for a in flags) or "f" in short or any(a.startswith("+") for a in positional[1:])
             r.add(HIGH if forced else MEDIUM, "force-pushes, rewriting remote history (git push --force)"
                   if forced else "pushes commits to a remote (git push)")
-        elif sub == "reset" and _long(flags, "--hard"):
+        elif subcommand == "reset" and _long(flags, "--hard"):
             r.add(HIGH, "discards uncommitted changes (git reset --hard)")
-        elif sub == "clean" and ("f" in short or _long(flags, "--force")):
+        elif subcommand == "clean" and ("f" in short or _long(flags, "--force")):
             r.add(HIGH, "deletes untracked files (git clean -f)")
-        elif sub in ("checkout", "restore") and ("--" in args or "." in positional[1:]):
+        elif subcommand in ("checkout", "restore") and ("--" in args or "." in positional[1:]):
             r.add(MEDIUM, "may discard uncommitted changes")
     before_sub = args[:args.index(positional[0])] if positional else args
     if prog == "git" and any(a in ("-c", "--config-env", "--exec-path") or a.startswith(("--config-env=", "--exec-path="))

@@ -22,11 +22,12 @@ ARGUMENT_CHARS = 2000  # each string value in the arguments view
 
 
 def human_size(n: int) -> str:
+    size: float = n
     for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n} bytes"
+        if size < 1000 or unit == "GB":
+            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size} bytes"
 
 
 def bounded_lines(text: str, max_lines: int = DIFF_LINES, line_chars: int = LINE_CHARS) -> tuple[list[str], str]:

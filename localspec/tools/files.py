@@ -207,6 +207,7 @@ def _files_under(fd: int, limits: Limits):
 def _read_for_search(dir_fd: int | None, name: str | None, opened, limits: Limits) -> bytes | None:
     """At most search_file_bytes of a regular file, or None (skip: too big, special, gone, unreadable)."""
     if opened is None:
+        assert dir_fd is not None and name is not None  # the walk names every entry it did not open
         try:
             opened = open_entry(dir_fd, name, missing_ok=True)
         except (ToolError, OSError):

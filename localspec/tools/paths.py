@@ -17,6 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from .result import ToolError
 
@@ -97,6 +98,11 @@ class Workspace:
                             "restart in the workspace you mean")
         return fd
 
+    @overload
+    def open_parent(self, target: Resolved, *, create: Literal[True]) -> tuple[int, str]: ...
+    @overload
+    def open_parent(self, target: Resolved, *, create: bool = False) -> tuple[int, str] | None: ...
+
     def open_parent(self, target: Resolved, *, create: bool = False) -> tuple[int, str] | None:
         """(descriptor of target's parent directory, final name). None if a parent is missing and not create.
 
@@ -107,10 +113,16 @@ class Workspace:
             raise ToolError("the workspace root itself cannot be used as a file")
         fd = self.open_root()
         for name in parts[:-1]:
-            fd = self._step(fd, name, target, create)  # closes the previous descriptor, whatever happens
-            if fd is None:
+            step = self._step(fd, name, target, create)  # closes the previous descriptor, whatever happens
+            if step is None:
                 return None
+            fd = step
         return fd, parts[-1]
+
+    @overload
+    def open(self, target: Resolved, *, missing_ok: Literal[False] = False) -> tuple[int, os.stat_result]: ...
+    @overload
+    def open(self, target: Resolved, *, missing_ok: bool) -> tuple[int, os.stat_result] | None: ...
 
     def open(self, target: Resolved, *, missing_ok: bool = False) -> tuple[int, os.stat_result] | None:
         """Open the target itself (file, directory or other) without following symlinks or blocking.

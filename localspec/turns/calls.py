@@ -11,6 +11,7 @@ import json
 import secrets
 import string
 from dataclasses import dataclass
+from typing import Any
 
 from localspec.speculative.grammar import tool_call_grammar
 
@@ -87,7 +88,7 @@ def call_grammar(fmt, tools: list[dict], emitted: str = "", *, parallel: bool = 
     """Grammar for the rest of a call whose prefix is partly written: `<rest of prefix> call <suffix>`, and with
     `parallel`, more whole calls after SEPARATOR (list-form formats get one call per turn)."""
     remainder = fmt.call_prefix[len(emitted):] if fmt.call_prefix.startswith(emitted) else fmt.call_prefix
-    limits = dict(bound_numbers=True, max_string=bounds.max_string, max_items=bounds.max_items)
+    limits: dict[str, Any] = dict(bound_numbers=True, max_string=bounds.max_string, max_items=bounds.max_items)
     if not parallel or list_form(fmt):
         return tool_call_grammar(tools, prefix=remainder, suffix=fmt.call_suffix, **limits)
     # tool_call_grammar repeats `prefix call suffix` with the separator between; the part of the prefix that

@@ -118,6 +118,7 @@ class _Turn:
 
     # -- the whole output under one grammar (response_format) ---------------------------------------------------
     def _whole(self) -> None:
+        assert self.req.grammar is not None  # run() comes here only with a grammar
         constraint = GrammarConstraint(self.model, self.req.grammar, self.tools or None)
 
         def on(ev):

@@ -89,6 +89,7 @@ def call_from_object(obj: Any, arg_keys: tuple[str, ...] = ("arguments", "parame
     args, err = coerce_arguments(raw)
     if err:
         return None, f"tool call {name!r}: {err}"
+    assert args is not None  # coerce_arguments gives None only with an error
     return ToolCall(name.strip(), args), None
 
 

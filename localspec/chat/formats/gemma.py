@@ -99,7 +99,7 @@ class _BodyReader:
 
     def _list(self) -> list:
         self._expect("[")
-        items = []
+        items: list = []
         if self._peek() == "]":
             self.pos += 1
             return items

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import cast
 
 from .base import (
     ParseResult,
@@ -41,7 +42,10 @@ class HermesFormat(ToolCallFormat):
         return _dumps({"name": name, "arguments": arguments})
 
     def _parse(self, text: str) -> ParseResult:
-        calls, errors, spans, pos = [], [], [], 0
+        calls: list[ToolCall] = []
+        errors: list[str] = []
+        spans: list[tuple[int, int]] = []
+        pos = 0
         while (start := text.find(self.trigger, pos)) != -1:
             body_start = start + len(self.trigger)
             close = text.find(self._close, body_start)
@@ -63,7 +67,7 @@ class HermesFormat(ToolCallFormat):
             if err:
                 errors.append(f"{self.name}: bad tool call {snippet(text[start:end])!r}: {err}")
             else:
-                calls.extend(c for c, _ in found)
+                calls.extend(cast(ToolCall, c) for c, _ in found)  # no error: every item gave a call
                 spans.append((start, end))
             pos = end
         return ParseResult(content_outside(text, spans), calls, errors)
@@ -88,7 +92,10 @@ class Llama3JsonFormat(ToolCallFormat):
         return _dumps({"name": name, "parameters": arguments})
 
     def _parse(self, text: str) -> ParseResult:
-        calls, errors, spans, pos = [], [], [], 0
+        calls: list[ToolCall] = []
+        errors: list[str] = []
+        spans: list[tuple[int, int]] = []
+        pos = 0
         while True:
             tag = text.find(self._tag, pos)
             m = self._start.search(text, pos)
@@ -102,6 +109,7 @@ class Llama3JsonFormat(ToolCallFormat):
                 else:
                     pos = self._take_python(text, tag, after, calls, errors, spans)
             else:
+                assert m is not None  # tag == -1 and m is None broke out above
                 pos = self._take_json(text, m.start(), m.start(), calls, errors, spans, require=False)
         return ParseResult(content_outside(text, spans), calls, errors)
 
@@ -155,7 +163,10 @@ class MistralFormat(ToolCallFormat):
         return _dumps({"name": name, "arguments": arguments})
 
     def _parse(self, text: str) -> ParseResult:
-        calls, errors, spans, pos = [], [], [], 0
+        calls: list[ToolCall] = []
+        errors: list[str] = []
+        spans: list[tuple[int, int]] = []
+        pos = 0
         while (start := text.find(self.trigger, pos)) != -1:
             pos = self._take_one(text, start, start + len(self.trigger), calls, errors, spans)
         return ParseResult(content_outside(text, spans), calls, errors)

@@ -22,7 +22,8 @@ def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.List):
         return [_literal(e) for e in node.elts]
     if isinstance(node, ast.Dict):
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
+        # A `**spread` key is None: literal_eval refuses it (ValueError), as for any other non-literal.
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
     return ast.literal_eval(node)
 
 

@@ -86,7 +86,8 @@ def raw_view(text: bytes) -> bytes:
     """`text` with every call argument's escaped string read as the raw text it stands for, fenced by CONTROL: the
     copy drafter matches raw text (the file in a tool result, the `old` just written) and escapes what it proposes,
     so an earlier call's escaped text left as it is would match and come out escaped twice."""
-    out, last = [], 0
+    out: list[bytes] = []
+    last = 0
     for m in _CALL_VALUE.finditer(text):
         out += (text[last:m.start(1)], CONTROL, unescape_partial(m.group(1).decode("utf-8", "replace"))[0].encode(),
                 CONTROL)
@@ -100,7 +101,8 @@ def raw_view(text: bytes) -> bytes:
 def line_starts(escaped: bytes) -> list[int]:
     """Offsets in a JSON string body just after each escaped newline (`\\n`; an escaped backslash before an `n`
     is not one)."""
-    out, i = [], 0
+    out: list[int] = []
+    i = 0
     while True:
         i = escaped.find(b"\\", i)
         if i < 0 or i + 1 >= len(escaped):
@@ -110,7 +112,7 @@ def line_starts(escaped: bytes) -> list[int]:
         i += 2
 
 
-def _value_kind(text: bytes, start: int) -> str:
+def _value_kind(text: bytes | bytearray, start: int) -> str:
     """The rate key suffix (Candidate.key) of a copy into the string that opened at `start`: its key where it is one
     an edit uses (an `old` ends early, `content` runs to the end of the file), else one suffix for every other
     value."""
@@ -119,7 +121,7 @@ def _value_kind(text: bytes, start: int) -> str:
     return ":" + name if name in ("old", "new", "content") else ":value"
 
 
-def string_start(text: bytes) -> int:
+def string_start(text: bytes | bytearray) -> int:
     """Offset just after the quote that opened the JSON string `text` ends inside (-1 if none on record): the last
     quote not escaped by a backslash before it."""
     i = len(text)
@@ -164,6 +166,7 @@ class CopyDrafter(CandidateDrafter):
 
     def _remember(self, text: bytes) -> None:
         """A dropped context, raw (tool results, prose) and with its calls' strings unescaped."""
+        assert self.memory is not None  # both callers check
         self.memory.add(text)
         for s in call_strings(text):
             self.memory.add(s)
@@ -254,7 +257,7 @@ class CopyDrafter(CandidateDrafter):
             length = max(length, 2 * self.min_match)  # the whole string so far is a copy (a file's line): strong
         return self._escaped(follow, max_len, length, kind)
 
-    def _repeat_value(self, text: bytes, start: int, max_len: int) -> Candidate | None:
+    def _repeat_value(self, text: bytes | bytearray, start: int, max_len: int) -> Candidate | None:
         """At the start of `new`, the `old` value of the same call: a replacement is mostly a copy of the text it
         replaces, up to the change."""
         key = _VALUE_KEY.search(text, max(start - 48, 0), start)

@@ -47,6 +47,7 @@ class ModelDrafter(Drafter):
                     q = filtered_dist(logits, req.sampling, constraint.allowed() if constraint is not None else None)
                     if self.p_min > 0 and q.probs[0] < self.p_min:
                         break
+                    assert req.rng is not None  # a sampled request carries its generator
                     tok = q.sample(req.rng)
                 if constraint is not None:
                     if not constraint.consume(tok):

@@ -95,13 +95,13 @@ class AcceptanceRates:
         own text), then the buckets of the judged tokens (the accepted ones and the first rejected one) move."""
         for key, old in self.learned.items():
             self.learned[key] = old + DRIFT * (prior(*key) - old)
-        for i, key in enumerate(judged):
+        for i, bucket in enumerate(judged):
             if i > n_accepted:
                 break
-            if key is None:
+            if bucket is None:
                 continue
-            old = self.learned.get(key, prior(*key))
-            self.learned[key] = (1 - EMA) * old + EMA * (1.0 if i < n_accepted else 0.0)
+            old = self.learned.get(bucket, prior(*bucket))
+            self.learned[bucket] = (1 - EMA) * old + EMA * (1.0 if i < n_accepted else 0.0)
 
     def clear(self) -> None:
         self.learned.clear()

@@ -76,6 +76,7 @@ class ToolNameDrafter(CandidateDrafter):
         if not name:
             return None
         toks = self._tokenize(name)[:max_len]
+        assert constraint is not None  # it gave the tools
         if constraint.valid_prefix(toks) != len(toks):
             return None
         return self.found(toks, 1)
