@@ -27,12 +27,6 @@ def others_can_read(path: Path) -> bool:
     return bool(mode(path) & 0o077)
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("LOCALSPEC_HOME", str(home))
-    return home
-
 
 @pytest.fixture(autouse=True)
 def loose_umask():

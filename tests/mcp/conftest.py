@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.serve_helpers import free_port
+
 SERVER = Path(__file__).with_name("server.py")
 
 
@@ -24,10 +26,15 @@ def write_mcp_config(path: Path, servers: dict) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class Recorder:
+    """An approver that records what it was asked and gives one answer."""
+
+    def __init__(self, answer):
+        self.answer, self.requests = answer, []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        return self.answer
 
 
 @pytest.fixture

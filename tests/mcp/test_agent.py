@@ -37,11 +37,6 @@ def pair(tiny_pair_paths):
     return load_pair(str(target), str(draft), ctx=ContextSettings(n_ctx=2048, n_threads=1))
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
-
 
 def _server_answered(result) -> bool:
     """The call reached the server: it wrote the note, or refused the tiny model's nonsense name itself."""

@@ -21,24 +21,8 @@ from localspec.mcp import attach_servers
 from localspec.mcp import procs
 from localspec.mcp.config import load_mcp_config, parse_servers
 from localspec.tools import Decision, Policy, Toolbox
-from tests.mcp.conftest import stdio_server, write_mcp_config
+from tests.mcp.conftest import Recorder, stdio_server, write_mcp_config
 
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
-
-
-class Recorder:
-    """An approver that records what it was asked and gives one answer."""
-
-    def __init__(self, answer):
-        self.answer, self.requests = answer, []
-
-    def __call__(self, request):
-        self.requests.append(request)
-        return self.answer
 
 
 def proc_cmdlines_with(tag: str) -> list[str]:

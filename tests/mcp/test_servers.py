@@ -17,24 +17,10 @@ import pytest
 from localspec.mcp import attach_servers
 from localspec.tools import Decision, Policy, Toolbox
 
-from .conftest import SERVER, stdio_server, write_mcp_config
+from .conftest import SERVER, Recorder, stdio_server, write_mcp_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
-
-
-class Recorder:
-    def __init__(self, answer):
-        self.answer, self.requests = answer, []
-
-    def __call__(self, request):
-        self.requests.append(request)
-        return self.answer
 
 
 def open_tools(tmp_path, servers: dict, policy="auto", approver=None):
