@@ -65,12 +65,15 @@ def cmd_serve(args) -> int:
         from localspec.chat.formats import get_format
 
         fmt = get_format(args.tool_format)
-    opened = open_from_args(args)
+    from localspec.runtime.compute_thread import ComputeThread
+
+    compute = ComputeThread("localspec-engine")
+    opened = compute.call(open_from_args, args)  # where it will generate: runtime/compute_thread.py says why
     pair, engine, config = opened.pair, opened.engine, opened.config
     target = Path(pair.target.path)
     model_id = args.model_name or config.pair or target.stem  # the demo's pair name is "demo", as everywhere
     service = ChatService(pair, engine, model_id=model_id, defaults=config.params, fmt=fmt,
-                          max_waiting=args.max_queue, aliases=(target.name, target.stem))
+                          max_waiting=args.max_queue, aliases=(target.name, target.stem), compute=compute)
     draft = Path(pair.draft.path).name if pair.draft is not None else "none"
     print(f"localspec serve: http://{args.host}:{args.port}/v1  model '{model_id}' ({target.name}, draft {draft}, "
           f"tool format {service.fmt.name}){'  API key required' if args.api_key else ''}", file=sys.stderr)

@@ -6,6 +6,7 @@ import logging
 
 from localspec.chat.formats import ToolCallFormat
 from localspec.chat.prompt import tool_format
+from localspec.runtime.compute_thread import ComputeThread
 from localspec.serve.errors import internal, overloaded, shutting_down
 from localspec.serve.generate import DoneEvent, Emit, ErrorEvent, run_plan
 from localspec.serve.metrics import Metrics
@@ -21,7 +22,8 @@ log = logging.getLogger("localspec.serve")
 
 class ChatService:
     def __init__(self, pair, engine, *, model_id: str, defaults: GenParams = GenParams(),
-                 fmt: ToolCallFormat | None = None, max_waiting: int = 16, aliases: tuple[str, ...] = ()):
+                 fmt: ToolCallFormat | None = None, max_waiting: int = 16, aliases: tuple[str, ...] = (),
+                 compute: ComputeThread | None = None):
         self.pair = pair
         self.engine = engine
         self.model = pair.target
@@ -33,6 +35,8 @@ class ChatService:
         self.turns = TurnEngine(engine, self.model, self.fmt)
         self.metrics = Metrics()
         self.queue = WorkQueue(max_waiting)
+        # The thread that loaded the pair generates too (runtime/compute_thread.py says why); None: the queue's.
+        self.compute = compute
         self.created = now()
 
     def plan(self, req: ChatRequest) -> Plan:
@@ -70,7 +74,10 @@ class ChatService:
 
         def job_fn(job: Job) -> None:
             try:
-                run_plan(self.turns, plan, job.cancel, self._counted(emit))
+                if self.compute is not None:
+                    self.compute.call(run_plan, self.turns, plan, job.cancel, self._counted(emit))
+                else:
+                    run_plan(self.turns, plan, job.cancel, self._counted(emit))
             except Exception as exc:  # the engine failed: answer 500, keep serving
                 log.exception("generation failed")
                 emit(ErrorEvent(internal(f"generation failed: {exc}")))
@@ -98,3 +105,5 @@ class ChatService:
     def close(self) -> None:
         if self.queue.close():  # if a generation is still running, leave the models to process exit
             self.pair.close()
+            if self.compute is not None:
+                self.compute.close()

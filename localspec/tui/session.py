@@ -16,6 +16,7 @@ from localspec.agent.history import StoredGenerations, call_history
 from localspec.errors import LocalspecError
 from localspec.models.config import Settings, load_config
 from localspec.models.resolve import Selection, resolve_selection
+from localspec.runtime.compute_thread import ComputeThread
 from localspec.tools import Policy, Toolbox
 from localspec.tui.livestats import SessionView, StatsView
 from localspec.tui.options import AppOptions
@@ -75,6 +76,8 @@ class ChatSession:
         self._agent = None
         self._selection: Selection | None = None  # the pair loaded last (its RunConfig is re-resolved per turn)
         self._lock = threading.Lock()
+        # Loads and turns run on one thread, whichever worker asks (runtime/compute_thread.py says why).
+        self._compute = ComputeThread("localspec-engine")
         self.conversations = _open_conversations() if options.record else None  # None: chats are not saved
         # The same stored history of tool calls the command line uses, so drafting learns across sessions; the
         # agent adds each finished call, kept with the conversation it belongs to.
@@ -148,11 +151,15 @@ class ChatSession:
     def load(self, sel) -> PairInfo:
         """Load (or switch to) a pair, or connect to a remote server (a launch.remote.RemoteConfig). Slow for real
         models: call from a worker thread."""
-        from localspec.launch.open import open_engine
         from localspec.launch.remote import RemoteConfig
 
         if isinstance(sel, RemoteConfig):
             return self._load_remote(sel)
+        return self._compute.call(self._load_local, sel)
+
+    def _load_local(self, sel: Selection) -> PairInfo:
+        from localspec.launch.open import open_engine
+
         config = self.config(sel)
         with self._lock:
             self._close()
@@ -226,8 +233,10 @@ class ChatSession:
         if self.mcp is not None:
             self.mcp.close()  # stops the servers' processes
         done = self.close(timeout)
-        if done and self.conversations is not None:
-            self.conversations.close()
+        if done:
+            self._compute.close()
+            if self.conversations is not None:
+                self.conversations.close()
         return done
 
     def apply_settings(self, settings: Settings) -> None:
@@ -421,6 +430,9 @@ class ChatSession:
     def run_turn(self, text: str, post: Post, cancel: threading.Event, *, tool: str | None = None) -> None:
         """Answer one user message through the agent loop, reporting through `post`; never raises. `tool`: a tool
         the first step must call (else the one /tool NAME set for the next message, else the app's choice)."""
+        self._compute.call(self._run_turn, text, post, cancel, tool)
+
+    def _run_turn(self, text: str, post: Post, cancel: threading.Event, tool: str | None) -> None:
         with self._lock:
             if self._agent is None:
                 post(TurnFailed("no model is loaded: pick a pair in the models screen (F2)"))

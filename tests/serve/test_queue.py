@@ -53,3 +53,17 @@ def test_a_request_waiting_when_the_server_stops_gets_a_503(tiny_target):
     release.set()
     service.queue._thread.join(10)
     pair.close()
+
+
+def test_a_service_generates_on_the_compute_thread_that_loaded_its_pair(tiny_target):
+    from localspec.runtime.compute_thread import ComputeThread
+
+    compute = ComputeThread("localspec-engine")
+    pair = compute.call(load_pair, str(tiny_target), None, ctx=ContextSettings(n_ctx=512, n_threads=1))
+    service = ChatService(pair, build_engine(pair), model_id="tiny", compute=compute)
+    seen: list[str] = []
+    plan = service.plan(parse_chat_request({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}))
+    job = service.start(plan, lambda event: seen.append(threading.current_thread().name))
+    assert job.done.wait(60)
+    service.close()
+    assert seen and set(seen) == {"localspec-engine"}  # not the queue's own worker thread
