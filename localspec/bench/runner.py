@@ -21,7 +21,7 @@ from localspec.launch.config import RunConfig
 from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.builder import build_engine
-from localspec.speculative.costs import CostModel
+from localspec.speculative.costs import CostModel, PassPrices
 from localspec.speculative.profile import CostProfile, projected_s
 from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.engine import GenParams
@@ -94,7 +94,7 @@ class ConfigRun:
 
     def __init__(self, pair: LoadedPair, config: RunConfig, drafters, *, max_tokens: int = 384,
                  tool_choice: str | None = None, bounds: Bounds = BOUNDS, warm_up: Case | None = None,
-                 costs: CostModel | None = None, profile: CostProfile | None = None):
+                 costs: PassPrices | None = None, profile: CostProfile | None = None):
         self.pair = pair
         self.profile = profile
         # The product's drafting settings (draft_max, draft_p_min from config and hints), with this config's
@@ -186,8 +186,8 @@ def summarize(results: list[CaseResult], baseline: list[CaseResult] | None) -> d
             tot[1] += a
         for k, p in r.phases.items():
             phases[k] = phases.get(k, 0) + p
-    estimates = [r.target_only_s for r in results]
-    known = None not in estimates and gen_s > 0
+    estimates = [r.target_only_s for r in results if r.target_only_s is not None]
+    known = len(estimates) == n and gen_s > 0  # every case has its estimate
     out = {
         "tokens_per_second": round(gen / gen_s, 3) if gen_s else 0.0,
         "speedup": None,
@@ -231,11 +231,12 @@ def run_bench(pair: LoadedPair, config: RunConfig, cases: list[Case], configs: l
     # crowd the batches out of the model's window.
     # With a cost profile, that machine's prices instead (and each config's projected speedup there).
     costs = profile or CostModel()
-    runs = {}
+    runs: dict[str, ConfigRun] = {}
     for name in order:
         view = pair
         if "model" in CONFIGS[name] and pair.draft_ctx is not None:
             if any("model" in CONFIGS[n] for n in runs):
+                assert pair.draft is not None  # a draft context comes with its model (load_pair)
                 extra.append(Context(pair.draft, pair.draft_ctx.settings))
                 view = replace(pair, draft_ctx=extra[-1])
         runs[name] = ConfigRun(view, config, CONFIGS[name], max_tokens=max_tokens, tool_choice=tool_choice,
@@ -254,7 +255,7 @@ def run_bench(pair: LoadedPair, config: RunConfig, cases: list[Case], configs: l
             c.close()
     base = raw["baseline"]
     base_tps = summarize(base, None)["tokens_per_second"]
-    out = {"cases": len(cases), "configs": {}}
+    out: dict = {"cases": len(cases), "configs": {}}
     for name in configs:
         summary = summarize(raw[name], base)
         summary["speedup"] = round(summary["tokens_per_second"] / base_tps, 3) if base_tps else None
@@ -268,10 +269,18 @@ def run_bench(pair: LoadedPair, config: RunConfig, cases: list[Case], configs: l
 
 def projected_speedup(results: list[CaseResult], baseline: list[CaseResult]) -> float | None:
     """Tokens per second on the profile's machine against target-only decoding there (profile.projected_s)."""
-    t, b = sum(r.projected_s for r in results), sum(r.projected_s for r in baseline)
+    t, b = _projected_total(results), _projected_total(baseline)
     if not t or not b:
         return None
     return round((sum(r.generated for r in results) / t) / (sum(r.generated for r in baseline) / b), 3)
+
+
+def _projected_total(results: list[CaseResult]) -> float:
+    total = 0.0
+    for r in results:
+        assert r.projected_s is not None  # run with a profile: ConfigRun projects every case
+        total += r.projected_s
+    return total
 
 
 def dumps(result: dict) -> str:

@@ -144,8 +144,9 @@ def _block_text(block: Any) -> str:
     if kind == "resource":
         res = getattr(block, "resource", None)
         uri = getattr(res, "uri", "?")
-        if isinstance(getattr(res, "text", None), str):
-            return f"[resource {uri}]\n{res.text}"
+        text = getattr(res, "text", None)
+        if isinstance(text, str):
+            return f"[resource {uri}]\n{text}"
         mime = getattr(res, "mime_type", None) or "binary"
         return f"[resource {uri}: {mime}, {_size(getattr(res, 'blob', ''))}]"
     return f"[{kind or 'unknown'} content]"

@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 from localspec.errors import ConfigError
 from localspec.models.config import mcp_config_path
@@ -77,6 +77,16 @@ class McpConfig:
         return [s for s in self.servers if not s.disabled]
 
 
+class _Common(TypedDict):
+    """ServerConfig's fields that every server has, whichever its transport."""
+
+    name: str
+    timeout_s: float
+    startup_timeout_s: float
+    disabled: bool
+    trusted: bool
+
+
 def default_config_path() -> Path:
     """mcp.json beside config.toml (LOCALSPEC_HOME honoured)."""
     return mcp_config_path()
@@ -85,7 +95,7 @@ def default_config_path() -> Path:
 def load_mcp_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> McpConfig:
     """The servers in `path` (a file the user named must exist) or in the default mcp.json (absent: none)."""
     explicit = path is not None
-    p = Path(path).expanduser() if explicit else default_config_path()
+    p = Path(path).expanduser() if path is not None else default_config_path()
     if not p.is_file():
         if explicit:
             raise ConfigError(f"--mcp-config {p}: file not found")
@@ -124,7 +134,7 @@ def _server(name: str, spec: Any, where: str, env: Mapping[str, str], base: Path
     has_cmd, has_url = "command" in spec, "url" in spec
     if has_cmd == has_url:
         raise ConfigError(f"{where}: give either \"command\" (stdio) or \"url\" (streamable HTTP)")
-    common = dict(name=name, timeout_s=_seconds(spec, "timeout", DEFAULT_TIMEOUT_S, where),
+    common = _Common(name=name, timeout_s=_seconds(spec, "timeout", DEFAULT_TIMEOUT_S, where),
                   startup_timeout_s=_seconds(spec, "startupTimeout", DEFAULT_STARTUP_S, where),
                   disabled=_bool(spec, "disabled", where), trusted=_bool(spec, "trusted", where))
     if has_cmd:

@@ -9,6 +9,7 @@ on the same loop. When that task ends on its own, the server has gone away.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -16,7 +17,7 @@ import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import Any, Callable, TextIO
 
 from localspec.private_files import open_append
 from localspec.tools.environ import safe_path
@@ -64,7 +65,7 @@ class Connection:
         self._task: asyncio.Task | None = None
         self._stop: asyncio.Event | None = None
         self._token = secrets.token_hex(8)
-        self._log: IO[str] | None = None
+        self._log: TextIO | None = None
         self._log_start = 0
         self.log_path: Path | None = None
         self._http_status: int | None = None  # the last HTTP error status (the SDK's error does not carry it)
@@ -74,8 +75,14 @@ class Connection:
     def name(self) -> str:
         return self.config.name
 
+    @property
+    def _stopping(self) -> asyncio.Event:
+        """The stop event of the current start (set by _start before _serve and _watch run)."""
+        assert self._stop is not None
+        return self._stop
+
     # -- lifecycle (called from any thread but the loop's) -----------------------------------------------------
-    def start(self) -> "asyncio.Future":
+    def start(self) -> concurrent.futures.Future:
         """Begin starting the server; the returned concurrent future completes when it runs or has failed."""
         self._set(STARTING, None)
         return self.runner.submit(self._start())
@@ -125,7 +132,7 @@ class Connection:
             self._fail(f"did not start within {self.config.startup_timeout_s:g}s")
 
     async def _serve(self, ready: asyncio.Future) -> None:
-        if self._stop.is_set():  # stopped before it began
+        if self._stopping.is_set():  # stopped before it began
             ready.set_result(None)
             return
         try:
@@ -141,12 +148,12 @@ class Connection:
                 self._set(STOPPED, None)
         except asyncio.CancelledError:
             self._client = None
-            if self.state in (RUNNING, STARTING) and self._stop.is_set():
+            if self.state in (RUNNING, STARTING) and self._stopping.is_set():
                 self._set(STOPPED, None)
             raise
         except BaseException as exc:  # noqa: BLE001 - any failure of a server is a state, never a crash
             self._client = None
-            stopping = self._stop.is_set()
+            stopping = self._stopping.is_set()
             if not stopping:
                 self._fail(("stopped: " if ready.done() else "") + self._explain(exc))
             elif self.state != FAILED:
@@ -158,9 +165,9 @@ class Connection:
     async def _watch(self) -> None:
         """Until stopped. The SDK notices a stdio server that exits only at the next request; looking for its
         processes (Linux) every few seconds makes that a notice now, and takes its tools off the list."""
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             try:
-                await asyncio.wait_for(self._stop.wait(), WATCH_S)
+                await asyncio.wait_for(self._stopping.wait(), WATCH_S)
             except asyncio.TimeoutError:
                 if self.config.command is not None and PROC.is_dir() and not await asyncio.to_thread(self._alive):
                     raise ServerExited("the server process exited")
@@ -196,6 +203,7 @@ class Connection:
         http = await stack.enter_async_context(httpx2.AsyncClient(
             headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=max(300.0, cfg.timeout_s)),
             event_hooks={"response": [note_status]}))
+        assert cfg.url is not None  # a server has a command or a url (config._server)
         return Client(streamable_http_client(cfg.url, http_client=http))
 
     async def _list_tools(self, client) -> list[ServerTool]:
@@ -274,11 +282,11 @@ class Connection:
                 pass
 
     # -- the server's stderr ----------------------------------------------------------------------------------------
-    def _open_log(self) -> IO[str]:
+    def _open_log(self) -> TextIO:
         """The server's stderr goes to a log file (it must not scribble over the app's screen); its last line
         explains a failure."""
         self._close_log()
-        log: IO[str] | None = None
+        log: TextIO | None = None
         if self._log_dir is not None:
             try:  # private (0600 in a 0700 folder, never through a link): servers log what they were sent
                 self.log_path = self._log_dir / f"{self.name}.log"

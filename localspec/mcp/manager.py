@@ -67,7 +67,7 @@ class McpTools:
         self._log_dir = log_dir if log_dir is not None else _default_log_dir()
         self._log_root = self._log_dir.parent if log_dir is None and self._log_dir is not None else None
         self._lock = threading.RLock()
-        self._conns = {s.name: None for s in config.servers}
+        self._conns: dict[str, Connection | None] = {s.name: None for s in config.servers}
         self._pending: list = []
         self._defs: list[ToolDef] | None = None  # cache; cleared whenever a server's state changes
         self._reserved: frozenset[str] = frozenset()
@@ -130,6 +130,7 @@ class McpTools:
             if conn is None:
                 self.start()
                 conn = self._conns[name]
+                assert conn is not None  # start() made one for every server
         if not enabled:
             for note in conn.switch_off():
                 self._tell_once(note)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.config import DraftingConfig
-from localspec.speculative.costs import CostModel
+from localspec.speculative.costs import CostModel, PassPrices
 from localspec.speculative.drafters.copy import remember_call
 from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.drafters.hybrid import HybridDrafter
@@ -16,7 +16,7 @@ from localspec.speculative.sources import SourceKit, build_sources
 
 
 def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), *,
-                 history: CallHistory | None = None, costs: CostModel | None = None,
+                 history: CallHistory | None = None, costs: PassPrices | None = None,
                  memory: SpanMemory | None = None, generations: GenerationLog | None = None) -> SpecEngine:
     """The engine for `drafting`: the draft model alone when it is the only drafter (plain draft-model
     speculation), else the hybrid policy over the chosen sources (speculative/sources.py). The draft model is used

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from localspec.runtime.timing import steady_state
 from localspec.speculative.fit import interpolate, least_squares, weighted_median
@@ -55,6 +55,22 @@ class PassCurve:
         """What the k-th row of a pass adds, its logits included (k >= 2; never negative: a pass of 2 rows can
         cost less than a single step on a GPU, which buys no row for free)."""
         return max(self.pass_s(k, k) - self.pass_s(k - 1, k - 1), 0.0)
+
+
+class PassPrices(Protocol):
+    """What the engine and the drafting policy ask of their prices: a CostModel (this machine's), or a CostProfile
+    pricing another machine's passes (speculative/profile.py)."""
+
+    @property
+    def measured(self) -> CostModel: ...  # this machine's own figures, whatever prices the policy
+
+    def observe(self, n_tokens: int, n_rows: int, seconds: float) -> None: ...
+
+    def coefficients(self) -> tuple[float, float, float] | None: ...
+
+    def single_token_s(self) -> float: ...
+
+    def cost(self, n_tokens: int, n_rows: int | None = None) -> float: ...
 
 
 class CostModel:

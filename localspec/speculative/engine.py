@@ -12,7 +12,7 @@ import numpy as np
 from localspec.errors import ContextOverflowError
 from localspec.runtime.context import Context, Progress
 from localspec.speculative.constraint import Constraint
-from localspec.speculative.costs import CostModel
+from localspec.speculative.costs import CostModel, PassPrices
 from localspec.speculative.detok import TextStream
 from localspec.speculative.draft import Draft, Drafter, DraftRequest
 from localspec.speculative.registry import TARGET
@@ -83,12 +83,12 @@ class _Run:
 class SpecEngine:
     """Speculative decoding on one target context with an optional drafter (a model, or a hybrid of several)."""
 
-    def __init__(self, target: Context, drafter: Drafter | None = None, *, cost_model: CostModel | None = None,
+    def __init__(self, target: Context, drafter: Drafter | None = None, *, cost_model: PassPrices | None = None,
                  calibrate: bool = True, draft_ctx: Context | None = None):
         self.target = target
         self.drafter = drafter
         self.draft_ctx = draft_ctx  # the draft model's context, if a drafter runs one: its decodes go in the stats
-        self.costs = cost_model or CostModel()
+        self.costs: PassPrices = cost_model or CostModel()
         self._calibrate = calibrate
         self.totals = Stats()
         self.last_stats: Stats | None = None

@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable, cast
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -33,6 +33,9 @@ from localspec.tui.screens.help import HelpScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
 from localspec.tui.session import ChatSession
+
+if TYPE_CHECKING:
+    from localspec.tui.host import Host
 
 
 class LocalspecApp(App):
@@ -62,6 +65,11 @@ class LocalspecApp(App):
     def chat(self) -> ChatScreen:
         """The chat screen: always at the bottom of the screen stack (above Textual's blank default screen)."""
         return self._chat
+
+    @property
+    def models_screen(self) -> ModelsScreen:
+        """The models screen: installed at mount and kept (a download outlives leaving the screen)."""
+        return cast(ModelsScreen, self.get_screen("models"))
 
     def on_mount(self) -> None:
         # Move what exists now (modules, widgets, styles) out of the cyclic garbage collector's sight: full
@@ -125,7 +133,7 @@ class LocalspecApp(App):
         self.notify(note(f"loaded {msg.info.label}"), timeout=2, markup=False)
         if msg.info.warning:
             await self.chat.add_message("note", "warning: " + msg.info.warning)
-        models = self.get_screen("models")
+        models = self.models_screen
         if self.screen is models:
             models.action_refresh()  # its ● moves to the pair now in use
 
@@ -135,7 +143,7 @@ class LocalspecApp(App):
         await self.chat.add_message("error", msg.message + "  (F2 opens the models screen)")
 
     def open_models(self, notice: str | None = None, *, first_run: bool = False) -> None:
-        screen = self.get_screen("models")
+        screen = self.models_screen
         screen.first_run = first_run
         screen.set_notice(notice)
         if self.screen is not screen:
@@ -338,3 +346,7 @@ class LocalspecApp(App):
         gc.unfreeze()
         self._stop_work()
         self.session.shutdown(timeout=5.0)  # frees the models once the cancelled turn has let go of them
+
+
+if TYPE_CHECKING:  # the screens reach the app through host() (tui/host.py), which says it is a Host
+    _is_host: type[Host] = LocalspecApp

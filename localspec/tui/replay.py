@@ -4,10 +4,14 @@ collapsed block, tool calls as finished cards."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from localspec.tui.widgets.message import ChatMessage
 from localspec.tui.widgets.reasoning import ReasoningBlock
 from localspec.tui.widgets.toolcard import ToolCard
+
+if TYPE_CHECKING:
+    from textual.widget import Widget
 
 ERROR_PREFIX = "Error: "  # how ToolResult.for_model marks a failed call in the tool message
 CANCELLED = "cancelled: the reply so far is kept (Ctrl+G writes it again)"
@@ -26,7 +30,8 @@ def _arguments(raw) -> dict:
 async def show_history(log, messages: list[dict], *, origins: bool = False) -> int:
     """Mount widgets for `messages` (chat-template dicts) at the end of `log`; returns how many were mounted."""
     results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
-    widgets, cards = [], []
+    widgets: list[Widget] = []
+    cards: list[tuple[ToolCard, dict | None]] = []
     for m in messages:
         role, content = m.get("role"), m.get("content")
         text = content if isinstance(content, str) else ("" if content is None else json.dumps(content))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
+from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.launch.flags import RunFlags
 
 
@@ -26,7 +27,7 @@ async def _shoot(app: LocalspecApp, prompt: str, origins: bool, out: Path, size:
             if time.monotonic() > end or app.chat.status == "no model":
                 raise SystemExit(f"the model did not load ({app.chat.status})")
             await pilot.pause(0.1)
-        box = app.chat.query_one("#prompt")
+        box = app.chat.query_one("#prompt", PromptInput)
         box.focus()
         box.value = prompt
         app.simulate_key("enter")

@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from localspec.agent.history import StoredGenerations, call_history
 from localspec.errors import LocalspecError
@@ -23,7 +23,15 @@ from localspec.tui.options import AppOptions
 from localspec.tui.turn import (Batcher, ReadingPrompt, ToolFinished, ToolStarted, TurnDone, TurnEvent, TurnFailed,
                                 TurnNotice)
 
-Post = Callable[[TurnEvent], None]
+if TYPE_CHECKING:
+    from localspec.agent import Agent
+    from localspec.mcp import McpTools
+    from localspec.remote.turns import RemoteTurns
+    from localspec.runtime.pair import LoadedPair
+    from localspec.speculative.engine import SpecEngine
+    from localspec.speculative.stats import Stats
+
+Post = Callable[[TurnEvent], object]  # what it returns is not used
 
 
 @dataclass(frozen=True)
@@ -66,14 +74,14 @@ class ChatSession:
         self.settings = settings or load_config(options.config_path)
         self.toolbox = Toolbox(options.workspace, Policy(self.settings.approval),
                                env_allow=self.settings.tools.env_allow_names())
-        self.mcp = None  # the MCP servers (localspec.mcp.McpTools) once start_tools() ran; None: none configured
+        self.mcp: McpTools | None = None  # the MCP servers once start_tools() ran; None: none configured
         self.totals = SessionView()
         self.info: PairInfo | None = None
         self._messages: list[dict] = self._system()  # the conversation while no agent exists
-        self._pair = None
-        self._engine = None
-        self._remote = None  # the remote backend's turn provider (remote/turns.py) when a server generates
-        self._agent = None
+        self._pair: LoadedPair | None = None
+        self._engine: SpecEngine | None = None
+        self._remote: RemoteTurns | None = None  # the remote backend's turn provider when a server generates
+        self._agent: Agent | None = None
         self._selection: Selection | None = None  # the pair loaded last (its RunConfig is re-resolved per turn)
         self._lock = threading.Lock()
         # Loads and turns run on one thread, whichever worker asks (runtime/compute_thread.py says why).
@@ -198,6 +206,7 @@ class ChatSession:
         from localspec.chat.prompt import chat_prompt_tokens
         from localspec.speculative.grammar import GrammarConstraint, json_schema_grammar
 
+        assert self._agent is not None  # made just before, in _load_local
         chat_prompt_tokens(model, self.history + [{"role": "user", "content": "hi"}],
                            tools=self._agent.tool_specs() or None)
         GrammarConstraint(model, json_schema_grammar(None))
@@ -507,6 +516,7 @@ class ChatSession:
         if recorder is not None and recorder.id is not None and recorder.error is None:
             from localspec.conversations import ConversationError
 
+            assert self.conversations is not None  # the recorder records into it (_new_recorder)
             try:
                 self.conversations.delete_messages(recorder.id, start - offset, end - offset)
             except ConversationError as exc:
@@ -534,11 +544,11 @@ class Relay:
     from the first token of that generation.
     """
 
-    def __init__(self, post: Post, engine) -> None:
+    def __init__(self, post: Post, engine: SpecEngine | None) -> None:
         self.post = post
         self.engine = engine
         self.batch = Batcher(post, self.live)
-        self._gen = None  # the engine Stats object of the generation in progress
+        self._gen: Stats | None = None  # the engine Stats object of the generation in progress
         self._gen_start = 0.0
 
     def live(self) -> StatsView | None:

@@ -73,7 +73,7 @@ TurnEvent = TextChunk | ReadingPrompt | ToolStarted | ToolFinished | TurnNotice 
 
 @dataclass
 class Batcher:
-    post: Callable[[TurnEvent], None]
+    post: Callable[[TurnEvent], object]  # what it returns is not used
     stats: Callable[[], StatsView | None] = lambda: None
     interval: float = 0.06  # ~16 updates a second: smooth to read, and each one costs the UI a layout pass
     clock: Callable[[], float] = time.perf_counter

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Sequence
 
 from localspec.speculative.constraint import Constraint
-from localspec.speculative.costs import CostModel
+from localspec.speculative.costs import PassPrices
 from localspec.speculative.draft import Candidate, CandidateDrafter, Draft, Drafter, DraftRequest
 from localspec.speculative.drafters.gate import MIN_COST_SHARE, SourceGate
 from localspec.speculative.drafters.model_price import ModelPrice
@@ -89,7 +89,7 @@ class HybridDrafter(Drafter):
 
     name = "hybrid"  # never an origin: each token reports the source that proposed it
 
-    def __init__(self, *, costs: CostModel, sources: Sequence[CandidateDrafter] = (), schema: bool = True,
+    def __init__(self, *, costs: PassPrices, sources: Sequence[CandidateDrafter] = (), schema: bool = True,
                  model: ModelDrafter | None = None, model_cost_ratio: float = 0.0, model_token_s: float = 0.0,
                  max_len: int = 64, tokenize=None):
         self.costs = costs

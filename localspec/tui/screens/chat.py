@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 
 from pathlib import Path
+from typing import Sequence
 
 from textual import events, work
 from textual.actions import SkipAction
@@ -23,6 +24,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from localspec.tui.host import host
 from localspec.tui.replay import CANCELLED
 from localspec.tui.livestats import StatsView, summary_line
 from localspec.tui.messages import TurnUpdate
@@ -114,7 +116,7 @@ class ChatScreen(Screen):
         self.set_status(self._status)
         self.refresh_header()
         self._layout(self.app.size.width)
-        if self.app.session.conversation_id is not None:  # --continue / --resume: show what was said
+        if host(self).session.conversation_id is not None:  # --continue / --resume: show what was said
             self.call_later(self.show_conversation)
 
     # -- layout ---------------------------------------------------------------------------------------------------
@@ -140,7 +142,7 @@ class ChatScreen(Screen):
 
     def refresh_header(self) -> None:
         """The right of the top bar: workspace folder, tools on or off, approval mode."""
-        session = self.app.session
+        session = host(self).session
         folder = session.options.workspace.name if self.narrow else short_path(session.options.workspace)
         tools = "on" if session.tools_on else "off"
         if session.tools_on and session.next_tool:
@@ -154,7 +156,7 @@ class ChatScreen(Screen):
         """The conversation's title in the top bar: its saved title (renamed or not), else its first message."""
         from localspec.conversations.store import title_from
 
-        session = self.app.session
+        session = host(self).session
         title = ""
         if session.conversations is not None and session.conversation_id is not None:
             try:
@@ -175,7 +177,7 @@ class ChatScreen(Screen):
 
     def set_status(self, status: str) -> None:
         self._status = status
-        info = self.app.session.info
+        info = host(self).session.info
         pair = info.label if info else "no model"
         title = self._title
         limit = 24 if self.narrow else 48
@@ -209,9 +211,9 @@ class ChatScreen(Screen):
 
     def watch_busy(self, busy: bool) -> None:
         self.refresh_bindings()
-        if self.is_mounted and not self.app.loading:
+        if self.is_mounted and not host(self).loading:
             self.set_status("generating… (Esc cancels)" if busy else
-                            "ready" if self.app.session.loaded else "no model")
+                            "ready" if host(self).session.loaded else "no model")
 
     # -- sending --------------------------------------------------------------------------------------------------
     async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
@@ -226,7 +228,7 @@ class ChatScreen(Screen):
         if self.busy:
             self.notify("a reply is still being written: wait, or press Esc to cancel it", severity="warning")
             return
-        if not self.app.session.loaded:
+        if not host(self).session.loaded:
             self.notify("no model is loaded yet", severity="warning")
             return
         # Keys typed right after Enter may already be in the prompt: keep them, drop only what was sent.
@@ -234,7 +236,7 @@ class ChatScreen(Screen):
         event.prompt.value = typed[len(event.text):] if typed.startswith(event.text) else typed
         editing, self._editing = self._editing, None
         if editing is not None:  # the edited message replaces the original and everything after it
-            self.app.session.take_back(editing)
+            host(self).session.take_back(editing)
             await self.show_conversation(restart=False)
             self._placeholder()
         await self.send(text)
@@ -242,7 +244,7 @@ class ChatScreen(Screen):
     async def send(self, text: str, tool: str | None = None) -> None:
         await self.add_message("user", text)
         self._cancel = threading.Event()
-        self.app.turn_cancel = self._cancel
+        host(self).turn_cancel = self._cancel
         self.busy = True
         self._run_turn(text, self._cancel, tool)
         self.refresh_header()  # a tool set for this message is used now
@@ -254,7 +256,7 @@ class ChatScreen(Screen):
 
     @work(thread=True, group="turn")
     def _run_turn(self, text: str, cancel: threading.Event, tool: str | None = None) -> None:
-        self.app.session.run_turn(text, lambda ev: self.post_message(TurnUpdate(ev)), cancel, tool=tool)
+        host(self).session.run_turn(text, lambda ev: self.post_message(TurnUpdate(ev)), cancel, tool=tool)
 
     def action_cancel(self) -> None:
         if self._cancel is not None and self.busy:
@@ -267,7 +269,7 @@ class ChatScreen(Screen):
 
     # -- chat commands: /tool NAME [message], /tools on|off ---------------------------------------------------
     async def chat_command(self, command: str, rest: str) -> None:
-        session = self.app.session
+        session = host(self).session
         if command == "/tools":
             if rest not in ("on", "off"):
                 await self.add_message("note", "/tools on or /tools off: whether this chat offers the tools (F6)")
@@ -288,7 +290,7 @@ class ChatScreen(Screen):
     async def use_tool(self, name: str, message: str = "") -> None:
         """Make the next message (or `message`, sent now) call the tool `name`: the agent seen at work with any
         model, even one too small to choose a tool by itself."""
-        session = self.app.session
+        session = host(self).session
         if message:
             if self.busy or not session.loaded:
                 self.notify("wait for the reply (or the model) before sending", severity="warning")
@@ -302,7 +304,7 @@ class ChatScreen(Screen):
         self.notify(f"your next message calls {name}", timeout=3)
 
     def set_tools(self, on: bool, *, quiet: bool = False) -> None:
-        session = self.app.session
+        session = host(self).session
         session.tools_on = on
         if not on:
             session.next_tool = None
@@ -313,13 +315,13 @@ class ChatScreen(Screen):
                         timeout=3)
 
     def action_toggle_tools(self) -> None:
-        self.set_tools(not self.app.session.tools_on)
+        self.set_tools(not host(self).session.tools_on)
 
     # -- the messages: focus, edit and resend, regenerate, delete --------------------------------------------------
     def _messages(self) -> list[ChatMessage]:
         return [m for m in self.query_one("#log").children if isinstance(m, ChatMessage)]
 
-    def on_prompt_input_up_from_empty(self, event: PromptInput.UpFromEmpty) -> None:
+    def on_prompt_input_up_from_empty(self, event: PromptInput.UpFromEmpty | None) -> None:  # None: the palette
         mine = [m for m in self._messages() if m.role in ("user", "assistant")]
         if mine:
             mine[-1].focus()
@@ -366,8 +368,10 @@ class ChatScreen(Screen):
         k = self._editable()
         if k is None:
             return
+        focused = self.focused
+        assert isinstance(focused, ChatMessage)  # check_action lets this run on a focused user message only
         prompt = self.query_one(PromptInput)
-        prompt.value = self.focused.text
+        prompt.value = focused.text
         self._editing = k
         prompt.placeholder = ""
         prompt.focus()
@@ -389,13 +393,13 @@ class ChatScreen(Screen):
         if self.busy:
             self.notify("a reply is being written: cancel it (Esc) first", severity="warning")
             return
-        if not self.app.session.user_positions():
+        if not host(self).session.user_positions():
             self.notify("nothing to regenerate yet", severity="warning")
             return
         await self.regenerate(-1)
 
     async def regenerate(self, k: int) -> None:
-        session = self.app.session
+        session = host(self).session
         if not session.loaded:
             self.notify("no model is loaded yet", severity="warning")
             return
@@ -409,11 +413,11 @@ class ChatScreen(Screen):
         k = self._editable()
         if k is None:
             return
-        start, stop = self.app.session.exchange(k)
+        start, stop = host(self).session.exchange(k)
 
         async def done(yes: bool | None) -> None:
             if yes:
-                gone = self.app.session.delete_exchange(k)
+                gone = host(self).session.delete_exchange(k)
                 await self.show_conversation(restart=False)
                 self.notify(f"deleted {gone} message{'s' if gone != 1 else ''}", timeout=2)
 
@@ -474,21 +478,21 @@ class ChatScreen(Screen):
             self._cards[ev.call_id] = card
             await self.query_one("#log").mount(card)
         elif isinstance(ev, ToolFinished):
-            card = self._cards.pop(ev.call_id, None)
-            if card is not None:
-                card.finish(ev.ok, ev.content, ev.error)
+            started = self._cards.pop(ev.call_id, None)
+            if started is not None:
+                started.finish(ev.ok, ev.content, ev.error)
         elif isinstance(ev, TurnNotice):
             await self._close_current()
             await self.add_message("note", ev.message)
         elif isinstance(ev, TurnDone):
             await self._close_current()
             stats.show(ev.stats, final=True)
-            stats.show_totals(self.app.session.totals)
+            stats.show_totals(host(self).session.totals)
             if ev.cancelled:
                 await self.add_message("note", CANCELLED)
             elif ev.finish_reason in ("length", "max_steps"):
                 if ev.finish_reason == "length":
-                    await self.add_message("note", f"stopped at the token limit ({self.app.session.max_tokens} "
+                    await self.add_message("note", f"stopped at the token limit ({host(self).session.max_tokens} "
                                                    "tokens): F3 → This conversation → max tokens raises it")
                 else:
                     await self.add_message("note", "stopped at the step limit")
@@ -500,7 +504,7 @@ class ChatScreen(Screen):
             await self.add_message("error", ev.message + "  (Ctrl+G tries again)")
             self.busy = False
 
-    def show_stats(self, view: StatsView, rates: list[float] = ()) -> None:
+    def show_stats(self, view: StatsView, rates: Sequence[float] = ()) -> None:
         """Put fixed figures in the panel (snapshot tests and the screenshot use this: no timings)."""
         panel = self.query_one(StatsPanel)
         for r in rates:
@@ -532,7 +536,7 @@ class ChatScreen(Screen):
         self.action_copy_last()
 
     def action_sessions(self) -> None:
-        self.app.action_sessions()
+        host(self).action_sessions()
 
     def last_reply(self) -> str | None:
         replies = [m for m in self.query(ChatMessage) if m.role == "assistant"]
@@ -551,7 +555,7 @@ class ChatScreen(Screen):
         from localspec.conversations import ConversationError
         from localspec.tui.screens.export import ExportScreen
 
-        session = self.app.session
+        session = host(self).session
         if session.conversations is None:
             self.notify("conversations are not being saved in this session", severity="warning")
             return
@@ -566,7 +570,7 @@ class ChatScreen(Screen):
 
         def exported(path: Path | None) -> None:
             if path is not None:
-                self.app.last_transcript = path
+                host(self).last_transcript = path
                 self.notify(note(f"exported to {path}"), timeout=8, markup=False)
 
         self.app.push_screen(ExportScreen(conv), exported)
@@ -580,20 +584,20 @@ class ChatScreen(Screen):
         self._current = None
         log = self.query_one("#log")
         await log.remove_children()
-        await show_history(log, [m for m in self.app.session.history if m.get("role") != "system"],
+        await show_history(log, [m for m in host(self).session.history if m.get("role") != "system"],
                            origins=self.origins)
         panel = self.query_one(StatsPanel)
         if restart:
             panel.reset()
             self._editing = None
             self._placeholder()
-        panel.show_totals(self.app.session.totals)
+        panel.show_totals(host(self).session.totals)
         log.scroll_end(animate=False)
         self.refresh_title()
         self.refresh_header()
 
     def action_toggle_thinking(self) -> None:
-        session = self.app.session
+        session = host(self).session
         session.thinking = not session.thinking
         self.notify("reasoning models think before answering" if session.thinking else
                     "reasoning models answer without thinking (enable_thinking off, /no_think)", timeout=3)
@@ -602,14 +606,14 @@ class ChatScreen(Screen):
         if self.busy:
             self.notify("cancel the current reply first (Esc)", severity="warning")
             return
-        self.app.session.reset()
+        host(self).session.reset()
         self._cards.clear()
         self._editing = None
         self._placeholder()
         await self.query_one("#log").remove_children()
         panel = self.query_one(StatsPanel)
         panel.reset()  # no turn of the new conversation has run: the last one's figures are not its own
-        panel.show_totals(self.app.session.totals)  # reset() restarted them
+        panel.show_totals(host(self).session.totals)  # reset() restarted them
         self.refresh_title()
         self.refresh_header()
         self.notify("new conversation", timeout=2)

@@ -26,6 +26,7 @@ from localspec.models.install import pair_state, pull_pair
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
 from localspec.models.resolve import DEMO, DEMO_DESCRIPTION, demo_model_path, demo_selection
+from localspec.tui.host import host
 from localspec.tui.messages import PullFinished, PullProgress
 from localspec.tui.shown import line, note, prose
 from localspec.tui.widgets.rowtable import RowTable
@@ -101,7 +102,7 @@ class ModelsScreen(Screen):
         except LocalspecError as exc:
             self.notify(note(exc), severity="error", markup=False)
             return
-        session = self.app.session
+        session = host(self).session
         active = session.info.pair if session.info else None
         if session.info and session.info.demo:
             active = DEMO
@@ -134,7 +135,7 @@ class ModelsScreen(Screen):
     def _starts_with(self) -> str | None:
         """With no default_pair set: the pair a start would load (the first installed), which ★ marks."""
         try:
-            return self.app.session.select().pair
+            return host(self).session.select().pair
         except LocalspecError:
             return None
 
@@ -154,18 +155,18 @@ class ModelsScreen(Screen):
         if name is None:
             return
         try:
-            sel = demo_selection() if name == DEMO else self.app.session.select(pair=name)
+            sel = demo_selection() if name == DEMO else host(self).session.select(pair=name)
         except LocalspecError as exc:
             self.notify(note(f"{exc}  (press p to download it)"), severity="error", markup=False)
             return
-        if self.app.session.settings.default_pair is None:
+        if host(self).session.settings.default_pair is None:
             self._remember_choice(name)  # the first pick becomes the default: no first-run screen next time
-        self.app.switch_pair(sel)
+        host(self).switch_pair(sel)
         self.dismiss()
 
     def _remember_choice(self, name: str) -> bool:
         try:
-            self.app.set_config("default_pair", name)
+            host(self).set_config("default_pair", name)
         except LocalspecError as exc:
             self.notify(note(exc), severity="error", markup=False)
             return False
@@ -183,8 +184,8 @@ class ModelsScreen(Screen):
     def action_close(self) -> None:
         if self.pulling:
             self.notify("a download is running: it continues in the background (x cancels it)", timeout=3)
-        info = self.app.session.info
-        if self.first_run and self.app.session.settings.default_pair is None and info is not None and info.demo:
+        info = host(self).session.info
+        if self.first_run and host(self).session.settings.default_pair is None and info is not None and info.demo:
             self._remember_choice(DEMO)  # leaving the first-run screen with the demo loaded: that is the pick
         self.dismiss()
 

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from localspec.conversations import ConversationError
+from localspec.tui.host import host
 from localspec.tui.shown import line, note
 from localspec.tui.widgets.rowtable import RowTable
 
@@ -54,7 +55,7 @@ class SessionsScreen(Screen):
 
     @property
     def store(self):
-        return self.app.session.conversations
+        return host(self).session.conversations
 
     def selected(self) -> str | None:
         table = self.query_one(DataTable)
@@ -77,7 +78,7 @@ class SessionsScreen(Screen):
         except ConversationError as exc:
             empty.update(line(exc))
             return
-        current = self.app.session.conversation_id
+        current = host(self).session.conversation_id
         for c in convs:
             when = datetime.fromtimestamp(c.updated).strftime("%Y-%m-%d %H:%M")
             # Stored text: escaped (ESC, OSC, U+202E) and never read as markup (a str cell would be).
@@ -104,7 +105,7 @@ class SessionsScreen(Screen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         cid = event.row_key.value
         if cid:
-            self.app.open_conversation(cid)
+            host(self).open_conversation(cid)
 
     def action_search(self) -> None:
         self.query_one("#sessions-search", Input).focus()
@@ -161,7 +162,7 @@ class SessionsScreen(Screen):
             if not yes:
                 return
             try:
-                self.app.delete_conversation(cid)
+                host(self).delete_conversation(cid)
             except ConversationError as exc:
                 self.notify(note(exc), severity="error", markup=False)
                 return

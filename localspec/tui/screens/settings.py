@@ -24,6 +24,7 @@ from localspec.tui.screens.chat import short_path
 from localspec.models.config import TABLES, Settings, config_keys, load_config, save_config
 from localspec.speculative import registry
 from localspec.terminal import display_text, safe_text
+from localspec.tui.host import host
 from localspec.tui.shown import line, note
 
 HELP = {
@@ -117,12 +118,12 @@ class SettingsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         try:
-            current = load_config(self.app.session.options.config_path, apply_env=False)
+            current = load_config(host(self).session.options.config_path, apply_env=False)
         except LocalspecError as exc:
             current = Settings()
             self.app.notify(note(f"{exc}; showing the defaults"), severity="error", markup=False)
         self._tables = {t: getattr(current, t) for t in TABLES}  # no form fields: saved back as they are
-        session = self.app.session
+        session = host(self).session
         yield Label("Settings  (Ctrl+S saves both parts, Esc goes back)", classes="heading")
         yield Static("", id="settings-error")
         with VerticalScroll(id="settings-form"):
@@ -153,7 +154,7 @@ class SettingsScreen(Screen):
     def _path(self):
         from localspec.models.config import config_path
 
-        return self.app.session.options.config_path or config_path()
+        return host(self).session.options.config_path or config_path()
 
     def _field(self, key: str, value: Any):
         base, _ = _unwrap(field_annotation(key))
@@ -173,9 +174,10 @@ class SettingsScreen(Screen):
         raw: dict[str, Any] = {}
         for key in config_keys():
             w = self.query_one("#" + widget_id(key))
+            assert isinstance(w, (Switch, Select, Input))  # the fields _field makes
             value = w.value
             if isinstance(w, Input):
-                value = value.strip()
+                value = w.value.strip()
                 if not value:
                     continue
             section, _, name = key.rpartition(".")
@@ -204,10 +206,10 @@ class SettingsScreen(Screen):
             error.display = True
             return
         try:
-            save_config(settings, self.app.session.options.config_path)
-            self.app.session.set_conversation_settings(system_prompt=system, temperature=temperature,
-                                                       max_tokens=max_tokens)
-            self.app.reload_settings()
+            save_config(settings, host(self).session.options.config_path)
+            host(self).session.set_conversation_settings(system_prompt=system, temperature=temperature,
+                                                         max_tokens=max_tokens)
+            host(self).reload_settings()
         except (LocalspecError, OSError) as exc:
             error.update(line(f"not saved: {exc}"))
             error.display = True

@@ -33,7 +33,7 @@ class ToolsScreen(Screen):
     """
     BINDINGS = [
         Binding("escape", "close", "Back"),
-        Binding("space", "toggle", "Server on/off"),
+        Binding("space", "toggle_server", "Server on/off"),
         Binding("r", "refresh", "Refresh"),
     ]
 
@@ -94,9 +94,9 @@ class ToolsScreen(Screen):
     # -- actions --------------------------------------------------------------------------------------------------
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "servers":
-            self.action_toggle()
+            self.action_toggle_server()
 
-    def action_toggle(self) -> None:
+    def action_toggle_server(self) -> None:
         name = self.selected()
         if self.mcp is None or name is None or name in self.busy:
             return

@@ -6,6 +6,8 @@ note. Only assistant text is Markdown: fewer widgets per message keeps mounting 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +16,9 @@ from textual.widgets import Label, Markdown, Static
 
 from localspec.terminal import display_text
 from localspec.tui.origins import coloured
+
+if TYPE_CHECKING:
+    from textual.widgets.markdown import MarkdownStream
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "call": "Tool call (as generated)", "error": "Error",
                "note": "localspec"}
@@ -37,7 +42,7 @@ class ChatMessage(Vertical, can_focus=True):
         self.show_origins = origins
         self.set_class(origins, "-origins")
         self._initial = text
-        self._stream = None
+        self._stream: MarkdownStream | None = None
 
     @property
     def text(self) -> str:
