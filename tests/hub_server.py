@@ -214,7 +214,6 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     return tmp_path / "home"
-    return tmp_path / "home"
 
 
 @pytest.fixture
