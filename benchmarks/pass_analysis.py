@@ -57,7 +57,7 @@ from localspec.bench.suite import load_suite  # noqa: E402
 from localspec.launch import RunFlags, open_pair, resolve_config  # noqa: E402
 from localspec.speculative import engine as engine_mod  # noqa: E402
 from localspec.speculative.costs import CostModel  # noqa: E402
-from localspec.speculative.drafters.copy import raw_view, unescape_partial  # noqa: E402
+from localspec.speculative.sources.copy import raw_view, unescape_partial  # noqa: E402
 from localspec.turns import engine as turn_engine  # noqa: E402
 
 TAIL, RESUME = 24, 16

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from localspec.conversations import ConversationError, ConversationStore, default_db_path, open_store
 from localspec.models.paths import get_paths
-from localspec.speculative.drafters.history import CallHistory
+from localspec.speculative.sources.past_calls import CallHistory
 
 
 def legacy_history_file() -> Path:
@@ -51,7 +51,7 @@ def call_history(store: ConversationStore | None = None,
 
 
 class StoredGenerations:
-    """The generations recall drafts again (speculative/drafters/recall.py: GenerationLog), kept in the store with
+    """The generations recall drafts again (speculative/sources/recall.py: GenerationLog), kept in the store with
     the conversation `conversation()` names when each finishes (none: not kept); read back by the next process."""
 
     def __init__(self, store: ConversationStore, conversation: Callable[[], str | None]):

@@ -22,10 +22,10 @@ from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.builder import build_engine
 from localspec.speculative.costs import CostModel, PassPrices
-from localspec.speculative.profile import CostProfile, projected_s
-from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.engine import GenParams
+from localspec.speculative.profile import CostProfile, projected_s
 from localspec.speculative.sampling import SamplingParams
+from localspec.speculative.sources.past_calls import CallHistory
 from localspec.turns import Bounds, Delta, TurnEngine, TurnRequest
 
 CONFIGS = {

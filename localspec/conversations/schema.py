@@ -60,7 +60,7 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE INDEX IF NOT EXISTS calls_by_conversation ON calls(conversation);
 """
 
-# Version 3: the generations recall drafts again (speculative/drafters/recall.py): each finished reply with the tail
+# Version 3: the generations recall drafts again (speculative/sources/recall.py): each finished reply with the tail
 # of the prompt it continued, and its tokens in the vocabulary named (the same model reads them back without
 # tokenising). Tied to their conversation like the calls; drafting code before this kept them in a JSONL file.
 V3 = """

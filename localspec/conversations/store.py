@@ -34,7 +34,7 @@ TITLE_CHARS = 60
 # older ones are deleted as new ones come. Each call belongs to its conversation: deleting that deletes it.
 HISTORY_CALLS = 2000
 HISTORY_CHARS = 4_000_000
-# The generations recall drafts again (speculative/drafters/recall.py), the newest first, at most GENERATION_CHARS
+# The generations recall drafts again (speculative/sources/recall.py), the newest first, at most GENERATION_CHARS
 # characters of prompt tail and reply together; older ones go as new ones come, and with their conversation.
 GENERATION_CHARS = 1_000_000
 

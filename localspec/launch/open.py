@@ -13,10 +13,10 @@ from localspec.runtime.prefixes import PrefixStore, Wanted, model_key
 from localspec.speculative.builder import build_engine
 from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel
-from localspec.speculative.drafters.history import CallHistory
-from localspec.speculative.drafters.recall import GenerationLog
-from localspec.speculative.drafters.memory import SpanMemory
 from localspec.speculative.engine import SpecEngine
+from localspec.speculative.indexes.memory import SpanMemory
+from localspec.speculative.sources.past_calls import CallHistory
+from localspec.speculative.sources.recall import GenerationLog
 
 
 @dataclass

@@ -5,26 +5,26 @@ from __future__ import annotations
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel, PassPrices
-from localspec.speculative.drafters.copy import remember_call
-from localspec.speculative.drafters.history import CallHistory
-from localspec.speculative.drafters.hybrid import HybridDrafter
-from localspec.speculative.drafters.memory import SpanMemory
-from localspec.speculative.drafters.model import ModelDrafter
-from localspec.speculative.drafters.recall import GenerationLog, GenerationMemory, vocabulary_id
 from localspec.speculative.engine import SpecEngine
-from localspec.speculative.sources import SourceKit, build_sources
+from localspec.speculative.indexes.memory import SpanMemory
+from localspec.speculative.policy.hybrid import HybridDrafter
+from localspec.speculative.sources.copy import remember_call
+from localspec.speculative.sources.draft_model import ModelDrafter
+from localspec.speculative.sources.past_calls import CallHistory
+from localspec.speculative.sources.recall import GenerationLog, GenerationMemory, vocabulary_id
+from localspec.speculative.sources.table import SourceKit, build_sources
 
 
 def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), *,
                  history: CallHistory | None = None, costs: PassPrices | None = None,
                  memory: SpanMemory | None = None, generations: GenerationLog | None = None) -> SpecEngine:
     """The engine for `drafting`: the draft model alone when it is the only drafter (plain draft-model
-    speculation), else the hybrid policy over the chosen sources (speculative/sources.py). The draft model is used
+    speculation), else the hybrid policy over the chosen sources (speculative/sources/table.py). The draft model is used
     only if the pair has one. Engines on the same target context may share `costs` (what a pass costs is the
     machine's, not a config's). The copy drafter's `memory` (text of earlier requests and sessions) belongs to the
     engine built here, so it lasts as long as the engine does (every request `serve` answers); without one, a new
     memory is seeded from `history`'s persisted calls (earlier sessions). What the engine generates is remembered
-    too (drafters/recall.py), and kept in `generations` for the next process where the front end keeps them (the
+    too (sources/recall.py), and kept in `generations` for the next process where the front end keeps them (the
     conversation store: agent/history.py)."""
     names = set(drafting.drafters)
     model = None

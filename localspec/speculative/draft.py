@@ -117,7 +117,7 @@ class CandidateDrafter(Drafter):
 
     @property
     def rate_key(self) -> str:
-        """The key its acceptance is tracked under (and its lookups accounted: drafters/gate.py)."""
+        """The key its acceptance is tracked under (and its lookups accounted: policy/gate.py)."""
         return self.key or self.name
 
     def found(self, tokens: Sequence[int], match: int, *, breaks: tuple[int, ...] = (),

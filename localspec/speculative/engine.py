@@ -21,7 +21,6 @@ from localspec.speculative.stats import Stats
 from localspec.speculative.verify import DEVICE_CANDIDATES, TargetPolicy, verify
 
 
-
 @dataclass(frozen=True)
 class GenParams:
     max_tokens: int = 256

@@ -1,6 +1,6 @@
 """The drafters a user can pick: the one table that the engine builder, the command line (`--drafters`, its help,
 the config fallback), the TUI's settings and the TUI's origin colours all read. Which candidate sources each one
-switches on, and how each is built, is speculative/sources.py (one row per source).
+switches on, and how each is built, is speculative/sources/table.py (one row per source).
 
     DRAFTERS              every drafter, in the order help, settings and defaults list them
     NAMES                 their names: what `--drafters` takes and what the builder accepts

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-
 PLAIN_PASSES_MIN = 8  # plain passes needed before their mean stands for a target-only step
 
 

@@ -32,8 +32,15 @@ import numpy as np
 
 from localspec.speculative.constraint import Constraint
 from localspec.speculative.draft import Draft
-from localspec.speculative.sampling import (Dist, SamplingParams, constrained_argmax, filtered_dist, masked_argmax,
-                                            residual, top_pick)
+from localspec.speculative.sampling import (
+    Dist,
+    SamplingParams,
+    constrained_argmax,
+    filtered_dist,
+    masked_argmax,
+    residual,
+    top_pick,
+)
 
 # How many best tokens a greedy row keeps where the device picks them: enough that a grammar almost always allows
 # one of them (else the row is computed again whole: Context.logits), few enough to cost nothing to read back.

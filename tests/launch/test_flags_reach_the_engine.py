@@ -12,8 +12,8 @@ import pytest
 
 from localspec.runtime.llama import lib
 from localspec.speculative import builder
-from localspec.speculative.drafters.hybrid import HybridDrafter
 from localspec.speculative.engine import SpecEngine
+from localspec.speculative.policy.hybrid import HybridDrafter
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" \
            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"

@@ -18,8 +18,8 @@ from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
 from localspec.speculative.config import DraftingConfig
-from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.engine import GenParams
+from localspec.speculative.sources.past_calls import CallHistory
 from localspec.tools import Decision, Policy, Toolbox
 
 from .conftest import stdio_server, write_mcp_config

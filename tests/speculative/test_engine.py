@@ -9,9 +9,9 @@ import pytest
 
 from localspec.runtime.context import Context, ContextSettings
 from localspec.runtime.pair import load_pair
-from localspec.speculative.drafters.model import ModelDrafter
 from localspec.speculative.engine import GenParams, SpecEngine
 from localspec.speculative.sampling import SamplingParams
+from localspec.speculative.sources.draft_model import ModelDrafter
 from localspec.speculative.verify import DEVICE_CANDIDATES
 
 PROMPTS = [

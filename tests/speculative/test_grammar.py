@@ -132,9 +132,9 @@ def test_bound_numbers_keeps_numbers_finite(smollm2):
 def test_wrap_up_closes_a_looping_call_before_max_tokens(tiny_target):
     """A model that would run past max_tokens inside a value still ends with a complete call with wrap_up, and
     speculative decoding makes the same picks as plain decoding."""
+    from localspec.runtime.pair import load_pair
     from localspec.speculative.builder import build_engine
     from localspec.speculative.config import DraftingConfig
-    from localspec.runtime.pair import load_pair
 
     tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
         "label": {"type": "string"}, "items": {"type": "array", "items": {"type": "string"}}},

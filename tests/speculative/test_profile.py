@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 from localspec.errors import ConfigError
-from localspec.speculative.profile import (FORMAT, CostProfile, model_costs, profile_from_llama_bench, projected_s,
-                                           read_jsonl)
+from localspec.speculative.profile import (
+    FORMAT,
+    CostProfile,
+    model_costs,
+    profile_from_llama_bench,
+    projected_s,
+    read_jsonl,
+)
 from localspec.speculative.stats import Stats
 
 ROOT = Path(__file__).resolve().parents[2]

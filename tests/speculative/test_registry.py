@@ -10,9 +10,9 @@ from localspec.runtime.pair import load_pair
 from localspec.speculative import registry
 from localspec.speculative.builder import build_engine
 from localspec.speculative.config import DraftingConfig
-from localspec.speculative.drafters.hybrid import HybridDrafter
 from localspec.speculative.engine import GenParams
 from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
+from localspec.speculative.policy.hybrid import HybridDrafter
 
 
 def test_table():

@@ -21,9 +21,9 @@ from localspec.serve.service import ChatService
 from localspec.speculative.builder import build_engine
 from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel
-from localspec.speculative.drafters.history import CallHistory
 from localspec.speculative.engine import GenParams
 from localspec.speculative.sampling import SamplingParams
+from localspec.speculative.sources.past_calls import CallHistory
 from localspec.tools import Policy, Toolbox
 from localspec.turns import Bounds
 from tests.scripted_gguf import write_scripted_gguf
