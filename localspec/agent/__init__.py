@@ -1,10 +1,22 @@
 """The agent loop over the speculative engine and the local tools (no UI code here; the TUI and CLI consume
 its events)."""
 
-from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, EventHandler, MessageAdded, Notice,
-                     PromptProgress, StepStats, TextDelta, ToolCallFinished, ToolCallStarted)
-from .loop import DEFAULT_SYSTEM, TOOL_CHOICES, Agent
-from .result import FINISH_REASONS, AgentResult, ToolCallRecord
+from localspec.agent.events import (
+    ApprovalDecided,
+    ApprovalNeeded,
+    Done,
+    Event,
+    EventHandler,
+    MessageAdded,
+    Notice,
+    PromptProgress,
+    StepStats,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from localspec.agent.loop import DEFAULT_SYSTEM, TOOL_CHOICES, Agent
+from localspec.agent.result import FINISH_REASONS, AgentResult, ToolCallRecord
 
 __all__ = [
     "Agent", "AgentResult", "ApprovalDecided", "ApprovalNeeded", "DEFAULT_SYSTEM", "Done", "Event", "EventHandler",

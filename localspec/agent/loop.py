@@ -16,15 +16,25 @@ import json
 import threading
 from typing import Callable
 
+from localspec.agent.events import (
+    ApprovalDecided,
+    ApprovalNeeded,
+    Done,
+    Event,
+    MessageAdded,
+    Notice,
+    PromptProgress,
+    StepStats,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from localspec.agent.result import AgentResult, ToolCallRecord
 from localspec.errors import ConfigError, ContextOverflowError
 from localspec.speculative.engine import GenParams
 from localspec.tools import Decision, ToolResult
 from localspec.turns import Delta, PromptRead, TurnRequest, new_call_id
 from localspec.turns.chat import ChatTurns, TurnProvider
-
-from .events import (ApprovalDecided, ApprovalNeeded, Done, Event, MessageAdded, Notice, PromptProgress, StepStats,
-                     TextDelta, ToolCallFinished, ToolCallStarted)
-from .result import AgentResult, ToolCallRecord
 
 TOOL_CHOICES = ("auto", "required", "none")
 

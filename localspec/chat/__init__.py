@@ -1,7 +1,7 @@
 """Chat templates (render a conversation with a GGUF's own template) and tool-call formats."""
 
-from .formats import ParseResult, ToolCall, ToolCallFormat, detect_format, get_format
-from .template import CHATML_TEMPLATE, prepare_messages, render_chat, template_caps
+from localspec.chat.formats import ParseResult, ToolCall, ToolCallFormat, detect_format, get_format
+from localspec.chat.template import CHATML_TEMPLATE, prepare_messages, render_chat, template_caps
 
 __all__ = [
     "CHATML_TEMPLATE",

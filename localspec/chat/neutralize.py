@@ -19,9 +19,9 @@ import json
 import re
 from typing import Any
 
-from .formats.base import coerce_arguments
-from .markers import Markers
-from .prepare import message_text
+from localspec.chat.formats.base import coerce_arguments
+from localspec.chat.markers import Markers
+from localspec.chat.prepare import message_text
 
 # Supplementary Private Use Area-A and -B: never assigned, and rare in real text.
 _PUA = re.compile("[\U000F0000-\U0010FFFD]")

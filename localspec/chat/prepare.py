@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .chatml import CHATML_TEMPLATE
-from .formats import detect_format
-from .formats.base import coerce_arguments, tool_definitions
-from .jinja_env import template_caps
+from localspec.chat.chatml import CHATML_TEMPLATE
+from localspec.chat.formats import detect_format
+from localspec.chat.formats.base import coerce_arguments, tool_definitions
+from localspec.chat.jinja_env import template_caps
 
 
 def message_text(content: Any) -> str:

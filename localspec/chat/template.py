@@ -8,9 +8,9 @@ several calls in one assistant turn (Llama 3.1) - before reporting its message a
 
 from __future__ import annotations
 
-from .chatml import CHATML_TEMPLATE
-from .jinja_env import TemplateRaised, compile_template, render_error, template_caps
-from .prepare import fold_system, prepare_messages, split_parallel_calls
+from localspec.chat.chatml import CHATML_TEMPLATE
+from localspec.chat.jinja_env import TemplateRaised, compile_template, render_error, template_caps
+from localspec.chat.prepare import fold_system, prepare_messages, split_parallel_calls
 
 __all__ = ["CHATML_TEMPLATE", "prepare_messages", "render_chat", "template_caps"]
 

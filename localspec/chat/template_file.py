@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from localspec.chat.jinja_env import compile_template
 from localspec.errors import ConfigError
-
-from .jinja_env import compile_template
 
 
 def fallback_warning(model_name: str) -> str:

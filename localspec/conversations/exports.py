@@ -7,9 +7,8 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from localspec.conversations.store import Conversation, ConversationError
 from localspec.private_files import private_dir, replace_file, write_new
-
-from .store import Conversation, ConversationError
 
 EXPORT_FORMATS = {"md": ".md", "json": ".json"}
 

@@ -19,10 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+from localspec.conversations.schema import SCHEMA_VERSION, upgrade
 from localspec.errors import LocalspecError
 from localspec.private_files import precreate, private_dir
-
-from .schema import SCHEMA_VERSION, upgrade
 
 __all__ = ["Conversation", "ConversationError", "ConversationStore", "GENERATION_CHARS", "HISTORY_CALLS", "HISTORY_CHARS",
            "SCHEMA_VERSION", "default_db_path", "find_saved", "open_store", "title_from"]

@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from localspec.mcp import procs
+from localspec.mcp.config import ServerConfig
+from localspec.mcp.errors import ServerExited, describe
+from localspec.mcp.loop import LoopThread
+from localspec.mcp.procs import MARKER, marked
 from localspec.private_files import open_append
 from localspec.tools.environ import safe_path
-
-from .config import ServerConfig
-from .errors import ServerExited, describe
-from .loop import LoopThread
-from . import procs
-from .procs import MARKER, marked
 
 # States of a server during a session.
 STARTING, RUNNING, FAILED, STOPPED, OFF = "starting", "running", "failed", "stopped", "off"

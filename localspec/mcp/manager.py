@@ -26,15 +26,14 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from localspec.mcp.adapter import assign_names, clean_description, clean_schema, to_tool_result
+from localspec.mcp.config import McpConfig
+from localspec.mcp.connection import FAILED, OFF, RUNNING, STARTING, Connection
+from localspec.mcp.errors import describe
+from localspec.mcp.loop import LoopThread
 from localspec.tools.danger import LOW, MEDIUM, Danger
 from localspec.tools.result import ToolResult, one_line
 from localspec.tools.toolbox import Action, ToolDef
-
-from .adapter import assign_names, clean_description, clean_schema, to_tool_result
-from .config import McpConfig
-from .connection import FAILED, OFF, RUNNING, STARTING, Connection
-from .errors import describe
-from .loop import LoopThread
 
 Notice = Callable[[str], None]
 
@@ -261,7 +260,7 @@ class McpTools:
 def attach_servers(toolbox, path=None, on_notice: Notice | None = None) -> McpTools | None:
     """Start the servers of mcp.json (or `path`) in the background and offer their tools through `toolbox`; None
     when none is configured. The caller calls .wait() before relying on the tools and .close() at the end."""
-    from .config import load_mcp_config
+    from localspec.mcp.config import load_mcp_config
 
     config = load_mcp_config(path)  # ConfigError (one line) before anything starts
     if not config.enabled() and not config.servers:
@@ -276,7 +275,7 @@ def _connection_lost(exc: BaseException) -> bool:
     from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED
 
-    from .errors import leaf, lost_connection
+    from localspec.mcp.errors import leaf, lost_connection
 
     exc = leaf(exc)
     if isinstance(exc, MCPError):

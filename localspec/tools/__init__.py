@@ -2,12 +2,12 @@
 
 Everything goes through Toolbox.call(), which never raises; Policy decides what needs approval.
 """
-from .approval import ApprovalRequest, Approver, Decision
-from .danger import Danger, rate_shell, rate_write
-from .limits import Limits
-from .policy import MODES, Policy
-from .result import ToolError, ToolResult
-from .toolbox import Toolbox
+from localspec.tools.approval import ApprovalRequest, Approver, Decision
+from localspec.tools.danger import Danger, rate_shell, rate_write
+from localspec.tools.limits import Limits
+from localspec.tools.policy import MODES, Policy
+from localspec.tools.result import ToolError, ToolResult
+from localspec.tools.toolbox import Toolbox
 
 __all__ = [
     "ApprovalRequest", "Approver", "Danger", "Decision", "Limits", "MODES", "Policy", "ToolError", "ToolResult",

@@ -10,13 +10,13 @@ import os
 import stat
 from contextlib import closing
 
-from .display import safe_text
-from .globs import compile_glob, glob_matches
-from .limits import Limits
-from .paths import DIR_FLAGS, Resolved, Workspace, file_kind, open_entry
-from .regex import LineSearch
-from .result import ToolError
-from .sniff import SNIFF_BYTES, guess_type, human_size, is_binary
+from localspec.tools.display import safe_text
+from localspec.tools.globs import compile_glob, glob_matches
+from localspec.tools.limits import Limits
+from localspec.tools.paths import DIR_FLAGS, Resolved, Workspace, file_kind, open_entry
+from localspec.tools.regex import LineSearch
+from localspec.tools.result import ToolError
+from localspec.tools.sniff import SNIFF_BYTES, guess_type, human_size, is_binary
 
 # Directories never descended into when walking (VCS data, caches, virtualenvs).
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".mypy_cache",

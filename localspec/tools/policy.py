@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Hashable, Iterable
 
-from .approval import Decision
+from localspec.tools.approval import Decision
 
 MODES = ("ask", "read-only", "auto")
 

@@ -26,7 +26,7 @@ import sys
 import time
 
 if __package__:  # imported as localspec.tools.reaper (tests)
-    from . import procfs
+    from localspec.tools import procfs
 else:  # run as a file under `python -I -S`: the standard library, and the /proc helper beside this file
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import procfs  # type: ignore[no-redef]  # the same module, found as a file

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Iterable
 
 from localspec.constants import ENV_RUN_MARK
-
-from . import procfs
-from .environ import shell_environment
-from .reaper import parse_report
+from localspec.tools import procfs
+from localspec.tools.environ import shell_environment
+from localspec.tools.reaper import parse_report
 
 # After the shell exits, how long background children may keep writing before being stopped.
 _DRAIN_GRACE_S = 0.2

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from .approval import ApprovalRequest, Decision
-from .display import approval_prompt, approval_text
+from localspec.tools.approval import ApprovalRequest, Decision
+from localspec.tools.display import approval_prompt, approval_text
 
 _KEYS = {"y": Decision.ALLOW_ONCE, "a": Decision.ALLOW_ALWAYS, "n": Decision.DENY_ONCE, "d": Decision.DENY_ALWAYS}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from .limits import Limits
+from localspec.tools.limits import Limits
 
 CONTEXT = 3
 _CHUNK = 1 << 16

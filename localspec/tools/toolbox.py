@@ -13,17 +13,17 @@ from typing import Any, Callable, Hashable, Iterable, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from . import args as A
-from . import files, shell, writes
-from .allowance import remember as shell_allowance
-from .approval import ApprovalRequest, Approver, Decision
-from .danger import HIGH, LOW, Danger, rate_shell
-from .limits import Limits
-from .paths import Workspace
-from .policy import Policy
-from .result import ToolError, ToolResult, one_line
-from .schema import describe_validation_error, parameters_schema
-from .shellparse import command_patterns
+from localspec.tools import args as A
+from localspec.tools import files, shell, writes
+from localspec.tools.allowance import remember as shell_allowance
+from localspec.tools.approval import ApprovalRequest, Approver, Decision
+from localspec.tools.danger import HIGH, LOW, Danger, rate_shell
+from localspec.tools.limits import Limits
+from localspec.tools.paths import Workspace
+from localspec.tools.policy import Policy
+from localspec.tools.result import ToolError, ToolResult, one_line
+from localspec.tools.schema import describe_validation_error, parameters_schema
+from localspec.tools.shellparse import command_patterns
 
 
 @dataclass

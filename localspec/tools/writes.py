@@ -14,13 +14,13 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from .atomic import atomic_write_at
-from .danger import Danger, rate_write
-from .limits import Limits
-from .paths import Resolved, Workspace, file_kind, open_entry
-from .result import ToolError
-from .sniff import SNIFF_BYTES, human_size, is_binary
-from .textdiff import text_diff
+from localspec.tools.atomic import atomic_write_at
+from localspec.tools.danger import Danger, rate_write
+from localspec.tools.limits import Limits
+from localspec.tools.paths import Resolved, Workspace, file_kind, open_entry
+from localspec.tools.result import ToolError
+from localspec.tools.sniff import SNIFF_BYTES, human_size, is_binary
+from localspec.tools.textdiff import text_diff
 
 _CHUNK = 1024 * 1024
 

@@ -21,9 +21,8 @@ from localspec.speculative.config import DraftingConfig
 from localspec.speculative.engine import GenParams
 from localspec.speculative.sources.past_calls import CallHistory
 from localspec.tools import Decision, Policy, Toolbox
-
-from .conftest import stdio_server, write_mcp_config
-from .test_servers import Recorder, proc_cmdlines_with
+from tests.mcp.conftest import stdio_server, write_mcp_config
+from tests.mcp.test_servers import Recorder, proc_cmdlines_with
 
 pytestmark = pytest.mark.slow  # run --tools with real MCP server processes
 

@@ -16,8 +16,7 @@ import pytest
 
 from localspec.mcp import attach_servers
 from localspec.tools import Decision, Policy, Toolbox
-
-from .conftest import SERVER, Recorder, stdio_server, write_mcp_config
+from tests.mcp.conftest import SERVER, Recorder, stdio_server, write_mcp_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,15 +9,14 @@ import uuid
 
 import pytest
 
+from localspec.launch.flags import RunFlags
 from localspec.tui.app import LocalspecApp
 from localspec.tui.options import AppOptions
-from localspec.launch.flags import RunFlags
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.tools import ToolsScreen
 from localspec.tui.widgets.toolcard import ToolCard
-
-from .conftest import stdio_server, write_mcp_config
-from .test_servers import proc_cmdlines_with
+from tests.mcp.conftest import stdio_server, write_mcp_config
+from tests.mcp.test_servers import proc_cmdlines_with
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # the app driven end to end (Pilot, real llama.cpp)
 

@@ -1,7 +1,7 @@
 """Tool-call formats: how a model spells a call, how to parse it back, how to detect it."""
 
-from .base import ParseResult, ToolCall, ToolCallFormat
-from .detect import (
+from localspec.chat.formats.base import ParseResult, ToolCall, ToolCallFormat
+from localspec.chat.formats.detect import (
     FORMATS,
     GENERIC,
     HERMES,
@@ -11,7 +11,7 @@ from .detect import (
     detect_format,
     get_format,
 )
-from .gemma import FUNCTIONGEMMA, GEMMA4, GEMMA_TOOL_CODE
+from localspec.chat.formats.gemma import FUNCTIONGEMMA, GEMMA4, GEMMA_TOOL_CODE
 
 __all__ = [
     "FORMATS",

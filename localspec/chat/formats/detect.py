@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from .base import ToolCallFormat
-from .gemma import FUNCTIONGEMMA, GEMMA4, GEMMA_TOOL_CODE
-from .json_formats import HermesFormat, Llama3JsonFormat, MistralArgsFormat, MistralFormat
+from localspec.chat.formats.base import ToolCallFormat
+from localspec.chat.formats.gemma import FUNCTIONGEMMA, GEMMA4, GEMMA_TOOL_CODE
+from localspec.chat.formats.json_formats import HermesFormat, Llama3JsonFormat, MistralArgsFormat, MistralFormat
 
 HERMES = HermesFormat("hermes")
 GENERIC = HermesFormat("generic")

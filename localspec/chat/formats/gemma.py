@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import re
 
-from .base import ParseResult, ToolCall, ToolCallFormat, content_outside, snippet
-from .pycall import parse_python_calls, render_python_call
+from localspec.chat.formats.base import ParseResult, ToolCall, ToolCallFormat, content_outside, snippet
+from localspec.chat.formats.pycall import parse_python_calls, render_python_call
 
 
 class _Truncated(ValueError):

@@ -6,7 +6,7 @@ import json
 import re
 from typing import cast
 
-from .base import (
+from localspec.chat.formats.base import (
     ParseResult,
     ToolCall,
     ToolCallFormat,
@@ -16,7 +16,7 @@ from .base import (
     load_json_prefix,
     snippet,
 )
-from .pycall import parse_python_calls
+from localspec.chat.formats.pycall import parse_python_calls
 
 
 def _dumps(value) -> str:

@@ -10,7 +10,7 @@ import ast
 import json
 from typing import Any
 
-from .base import ToolCall
+from localspec.chat.formats.base import ToolCall
 
 _JSON_NAMES = {"true": True, "false": False, "null": None}
 
