@@ -18,7 +18,7 @@ from localspec.commands.tools import add_mcp_arg, start_mcp
 from localspec.conversations import find_saved
 from localspec.errors import ConfigError
 from localspec.terminal import display_text, safe_json, safe_text
-from localspec.tools.display import arguments_line
+from localspec.tools.safety.display import arguments_line
 
 APPROVE_MODES = ("ask", "auto", "never")
 
@@ -62,7 +62,7 @@ def _policy_and_approver(args):
 
 def terminal_approver(stdin=None, out=None):
     """Ask on the terminal; no terminal on stdin (or end of input) means deny."""
-    from localspec.tools.terminal_approval import ask_on_terminal
+    from localspec.tools.safety.terminal_approval import ask_on_terminal
 
     def approve(request):
         return ask_on_terminal(request, stdin or sys.stdin, out or sys.stderr)
@@ -74,9 +74,8 @@ class _Printer:
     """Streams the answer to stdout; tool activity and stats go to stderr."""
 
     def __init__(self, reasoning: str = "show"):
-        from localspec.commands.reasoning_output import ReasoningPrinter
-
         from localspec.commands.console import PromptMeter
+        from localspec.commands.reasoning_output import ReasoningPrinter
 
         self.at_line_start = True
         self.thoughts = ReasoningPrinter(reasoning == "show")  # reasoning to stderr, or hidden

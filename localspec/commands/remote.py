@@ -21,11 +21,16 @@ def _check(args) -> None:
 
 def cmd_remote_run(args, config) -> int:
     from localspec.commands.console import end_reply
-    from localspec.remote.backend import RemoteBackend, RemoteDone, RemoteReasoningDelta, RemoteTextDelta, \
-        RemoteToolCall
+    from localspec.remote.backend import (
+        RemoteBackend,
+        RemoteDone,
+        RemoteReasoningDelta,
+        RemoteTextDelta,
+        RemoteToolCall,
+    )
     from localspec.remote.stats import summary
     from localspec.terminal import display_text, safe_json, safe_text
-    from localspec.tools.display import ARGUMENT_CHARS
+    from localspec.tools.safety.display import ARGUMENT_CHARS
 
     _check(args)
     backend = RemoteBackend(config.base_url, config.model, config.api_key)

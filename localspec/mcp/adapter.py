@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable
 
-from localspec.tools.result import ToolResult, one_line
+from localspec.tools.tool_result import ToolResult, one_line
 
 NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 MAX_NAME = 64

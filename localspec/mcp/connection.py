@@ -25,7 +25,7 @@ from localspec.mcp.errors import ServerExited, describe
 from localspec.mcp.loop import LoopThread
 from localspec.mcp.procs import MARKER, marked
 from localspec.private_files import open_append
-from localspec.tools.environ import safe_path
+from localspec.tools.shell.environ import safe_path
 
 # States of a server during a session.
 STARTING, RUNNING, FAILED, STOPPED, OFF = "starting", "running", "failed", "stopped", "off"

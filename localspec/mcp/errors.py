@@ -3,7 +3,7 @@ the user needs a sentence, never a traceback)."""
 
 from __future__ import annotations
 
-from localspec.tools.result import one_line
+from localspec.tools.tool_result import one_line
 
 _MAX = 300
 

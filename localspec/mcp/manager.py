@@ -31,8 +31,8 @@ from localspec.mcp.config import McpConfig
 from localspec.mcp.connection import FAILED, OFF, RUNNING, STARTING, Connection
 from localspec.mcp.errors import describe
 from localspec.mcp.loop import LoopThread
-from localspec.tools.danger import LOW, MEDIUM, Danger
-from localspec.tools.result import ToolResult, one_line
+from localspec.tools.safety.danger import LOW, MEDIUM, Danger
+from localspec.tools.tool_result import ToolResult, one_line
 from localspec.tools.toolbox import Action, ToolDef
 
 Notice = Callable[[str], None]

@@ -3,10 +3,10 @@
 Why: the SDK closes the server's stdin and kills its process group only if the server itself does not exit in
 time; a server that exits cleanly can still leave children running (a launcher's worker, a watcher it started),
 and one that forks, calls setsid and execs with an empty environment leaves both the group and any marker. So on
-Linux a server runs under run_shell's wrapper (tools/reaper.py), a child subreaper: whatever the server starts
+Linux a server runs under run_shell's wrapper (tools/shell/reaper.py), a child subreaper: whatever the server starts
 stays its descendant, and is stopped (SIGTERM, then SIGSTOP/SIGKILL sweeps) when the server exits or is told to;
 the wrapper reports what it could not stop. Every server also carries a marker in its environment: if the
-wrapper itself is gone, processes carrying the marker are found (/proc, tools/procfs.py) and stopped.
+wrapper itself is gone, processes carrying the marker are found (/proc, tools/shell/procfs.py) and stopped.
 
 The program is looked up the way run_shell's commands are: in PATH without empty or relative entries (a `.` in
 PATH would run a `helper` from whatever folder the user is in).
@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Mapping
 
 from localspec.constants import ENV_MCP_SERVER_MARK
-from localspec.tools import procfs
-from localspec.tools.environ import safe_path
-from localspec.tools.reaper import parse_report
+from localspec.tools.shell import procfs
+from localspec.tools.shell.environ import safe_path
+from localspec.tools.shell.reaper import parse_report
 
 MARKER = ENV_MCP_SERVER_MARK
 REAPER = Path(procfs.__file__).with_name("reaper.py")

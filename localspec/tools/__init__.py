@@ -2,11 +2,11 @@
 
 Everything goes through Toolbox.call(), which never raises; Policy decides what needs approval.
 """
-from localspec.tools.approval import ApprovalRequest, Approver, Decision
-from localspec.tools.danger import Danger, rate_shell, rate_write
 from localspec.tools.limits import Limits
-from localspec.tools.policy import MODES, Policy
-from localspec.tools.result import ToolError, ToolResult
+from localspec.tools.safety.approvals import ApprovalRequest, Approver, Decision
+from localspec.tools.safety.danger import Danger, rate_shell, rate_write
+from localspec.tools.safety.policy import MODES, Policy
+from localspec.tools.tool_result import ToolError, ToolResult
 from localspec.tools.toolbox import Toolbox
 
 __all__ = [

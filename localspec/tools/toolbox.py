@@ -14,16 +14,18 @@ from typing import Any, Callable, Hashable, Iterable, Protocol
 from pydantic import BaseModel, ValidationError
 
 from localspec.tools import args as A
-from localspec.tools import files, shell, writes
-from localspec.tools.allowance import remember as shell_allowance
-from localspec.tools.approval import ApprovalRequest, Approver, Decision
-from localspec.tools.danger import HIGH, LOW, Danger, rate_shell
+from localspec.tools.files import operations as files
+from localspec.tools.files import writes
+from localspec.tools.files.confine import Workspace
 from localspec.tools.limits import Limits
-from localspec.tools.paths import Workspace
-from localspec.tools.policy import Policy
-from localspec.tools.result import ToolError, ToolResult, one_line
+from localspec.tools.safety.allowance import remember as shell_allowance
+from localspec.tools.safety.approvals import ApprovalRequest, Approver, Decision
+from localspec.tools.safety.danger import HIGH, LOW, Danger, rate_shell
+from localspec.tools.safety.policy import Policy
 from localspec.tools.schema import describe_validation_error, parameters_schema
-from localspec.tools.shellparse import command_patterns
+from localspec.tools.shell import execute as shell
+from localspec.tools.shell.parse import command_patterns
+from localspec.tools.tool_result import ToolError, ToolResult, one_line
 
 
 @dataclass

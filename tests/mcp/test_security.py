@@ -17,12 +17,10 @@ from pathlib import Path
 import pytest
 
 from localspec.errors import ConfigError
-from localspec.mcp import attach_servers
-from localspec.mcp import procs
+from localspec.mcp import attach_servers, procs
 from localspec.mcp.config import load_mcp_config, parse_servers
 from localspec.tools import Decision, Policy, Toolbox
 from tests.mcp.conftest import Recorder, stdio_server, write_mcp_config
-
 
 
 def proc_cmdlines_with(tag: str) -> list[str]:
@@ -210,9 +208,9 @@ def test_a_killed_tracker_falls_back_to_the_marker_and_says_so(tmp_path):
 @pytest.mark.skipif(not procs.use_reaper(), reason="needs Linux /proc")
 def test_one_proc_helper_for_shell_and_mcp():
     """Issue 29: run_shell and MCP servers find their processes with the same /proc helper."""
-    import localspec.tools.reaper as reaper
-    import localspec.tools.shell as shell
-    from localspec.tools import procfs
+    import localspec.tools.shell.execute as shell
+    import localspec.tools.shell.reaper as reaper
+    from localspec.tools.shell import procfs
 
     assert procs.marked.__module__ == "localspec.mcp.procs" and reaper.descendants is procfs.descendants
     assert "procfs.stop_marked" in open(shell.__file__).read() and "def _marked" not in open(shell.__file__).read()

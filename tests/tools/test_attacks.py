@@ -18,11 +18,11 @@ import uuid
 import pytest
 
 from localspec.tools import Decision, Policy, Toolbox
-from localspec.tools.allowance import remember
-from localspec.tools.danger import rate_shell
-from localspec.tools.display import approval_text, arguments_line, arguments_text
 from localspec.tools.limits import Limits
-from localspec.tools.shellparse import plain_argv
+from localspec.tools.safety.allowance import remember
+from localspec.tools.safety.danger import rate_shell
+from localspec.tools.safety.display import approval_text, arguments_line, arguments_text
+from localspec.tools.shell.parse import plain_argv
 
 
 @pytest.fixture
@@ -319,7 +319,7 @@ def test_agent_run_terminal_output_is_escaped_and_bounded(capsys):
     """The headless runner's event lines (commands/agent_run.py): tool calls, errors and model text."""
     from localspec.agent.events import TextDelta, ToolCallFinished, ToolCallStarted
     from localspec.commands.agent_run import _Printer
-    from localspec.tools.result import ToolResult
+    from localspec.tools.tool_result import ToolResult
 
     printer = _Printer("hide")
     printer(ToolCallStarted(1, "c1", "write_file", {"path": "x\x1b[2J", "content": "y" * 1_000_000}))

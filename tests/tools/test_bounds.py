@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from localspec.tools import Limits, Toolbox
-from localspec.tools.textdiff import text_diff
+from localspec.tools.files.textdiff import text_diff
 
 HANG = 120  # seconds; every case below takes well under a second when bounded
 MiB = 1024 * 1024
@@ -119,7 +119,7 @@ def test_catastrophic_globs_return(tmp_path):
         for g in {EVIL_GLOBS!r}:
             out["list " + g] = r("list_dir", {{"glob": g}})
             out["search " + g] = r("search_text", {{"pattern": "needle", "glob": g}})
-        from localspec.tools.globs import glob_matches
+        from localspec.tools.files.globs import glob_matches
         out["direct"] = [glob_matches(g, "a" * 5000 + "/" + "a" * 5000) for g in {EVIL_GLOBS!r}]
     """, tmp_path)
     assert out.pop("direct") == [False] * len(EVIL_GLOBS)
@@ -399,7 +399,7 @@ def test_whole_file_pass_finds_the_same_lines_as_line_by_line():
     import random
     import re
 
-    from localspec.tools.regex import LineSearch
+    from localspec.tools.files.regex import LineSearch
     patterns = [r"^a", r"a$", r"^$", r"\bab\b", r"\Bb", r"^a.*b$", r"a\s*$", r"^\s+", r"[^a]$", r"^(a|b)+$",
                 r"(?i)^A", r"(?s)a.b", r"a\nb", r"\Aa", r"b\z", r"(?-m:^b)", r"\d$", r"^x?$", r"\W$", r"^\W"]
     rng = random.Random(3)

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from localspec.launch.flags import RunFlags
 from localspec.tools import ApprovalRequest
-from localspec.tools.danger import Danger
+from localspec.tools.safety.danger import Danger
 from localspec.tui.app import LocalspecApp
 from localspec.tui.livestats import SessionView, StatsView
 from localspec.tui.options import AppOptions
-from localspec.launch.flags import RunFlags
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen

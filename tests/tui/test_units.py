@@ -187,7 +187,7 @@ def test_only_the_tui_package_imports_textual():
 def test_approver_answers_deny_when_the_turn_is_cancelled(tmp_path):
     """The app's approver blocks the generating thread; a cancelled turn answers deny without a user."""
     from localspec.tools import ApprovalRequest, Decision
-    from localspec.tools.danger import Danger
+    from localspec.tools.safety.danger import Danger
     from localspec.tui.app import LocalspecApp
     from localspec.tui.options import AppOptions
 

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
 from localspec.tools import ApprovalRequest, Decision
-from localspec.tools.display import approval_lines
+from localspec.tools.safety.display import approval_lines
 
 DANGER_STYLE = {"low": "bold green", "medium": "bold yellow", "high": "bold red"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Collapsible, Static
 
-from localspec.tools.display import arguments_text, safe_text
+from localspec.tools.safety.display import arguments_text, safe_text
 from localspec.tui.shown import title
 
 MARKS = {"running": "…", "ok": "✓", "failed": "✗"}
@@ -18,7 +18,7 @@ def heading(name: str, status: str, note: str = ""):
 class ToolCard(Collapsible):
     def __init__(self, call_id: str, name: str, arguments: dict) -> None:
         self._result = Static("(running)", classes="result", markup=False)
-        # Bounded and escaped (tools/display.py): a write_file call may carry 300 MB, a file name terminal escapes.
+        # Bounded and escaped (tools/safety/display.py): a write_file call may carry 300 MB, a file name terminal escapes.
         super().__init__(Static(arguments_text(arguments), classes="args", markup=False), self._result,
                          title=heading(name, "running"), collapsed=True, classes="toolcard running")
         self.call_id = call_id

@@ -1,6 +1,6 @@
 """run_shell: /bin/sh -c in the workspace, bounded time and output, a scrubbed environment, and no process left behind.
 
-Why a wrapper (tools/reaper.py) on Linux: a process group kill misses what left the group (`setsid cmd &`,
+Why a wrapper (tools/shell/reaper.py) on Linux: a process group kill misses what left the group (`setsid cmd &`,
 `setsid -f`, a double fork). The wrapper is a child subreaper, so all of those stay its descendants; it kills
 them all when the shell exits (or on a timeout) and reports what it stopped and what it could not. Elsewhere
 (macOS) the command runs in its own session and the group is killed, and the result says that processes which
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Iterable
 
 from localspec.constants import ENV_RUN_MARK
-from localspec.tools import procfs
-from localspec.tools.environ import shell_environment
-from localspec.tools.reaper import parse_report
+from localspec.tools.shell import procfs
+from localspec.tools.shell.environ import shell_environment
+from localspec.tools.shell.reaper import parse_report
 
 # After the shell exits, how long background children may keep writing before being stopped.
 _DRAIN_GRACE_S = 0.2

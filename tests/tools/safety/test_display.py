@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from localspec.tools import ApprovalRequest, Decision, Policy, Toolbox
-from localspec.tools.danger import Danger
-from localspec.tools.display import approval_lines, bounded_lines, hidden_characters, safe_text
-from localspec.tools.terminal_approval import ask_on_terminal
+from localspec.tools.safety.danger import Danger
+from localspec.tools.safety.display import approval_lines, bounded_lines, hidden_characters, safe_text
+from localspec.tools.safety.terminal_approval import ask_on_terminal
 
 HIDDEN = ["\x1b", "\r", "\x08", "\x07", "\x00", "\x7f", "\x9b", "\x85", "\u202a", "\u202b", "\u202c", "\u202d",
           "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from localspec.tools.regex import compile_regex
+from localspec.tools.files.regex import compile_regex
 
 
 @lru_cache(maxsize=32)  # few globs per session; each compiled RE2 may hold a DFA cache

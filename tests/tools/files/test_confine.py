@@ -105,8 +105,8 @@ def test_workspace_given_through_symlink(tmp_path, layout):
 
 def test_symlink_swapped_in_after_the_check_is_not_followed(layout):
     """Deterministic form of the race in test_races.py: check, then swap, then open."""
-    from localspec.tools.paths import Workspace
-    from localspec.tools.result import ToolError
+    from localspec.tools.files.confine import Workspace
+    from localspec.tools.tool_result import ToolError
     ws, outside = layout
     (ws / "d").mkdir()
     (ws / "d" / "secret.txt").write_text("inside\n")
@@ -121,8 +121,8 @@ def test_symlink_swapped_in_after_the_check_is_not_followed(layout):
 
 
 def test_file_swapped_for_symlink_after_the_check_is_not_read(layout):
-    from localspec.tools.paths import Workspace
-    from localspec.tools.result import ToolError
+    from localspec.tools.files.confine import Workspace
+    from localspec.tools.tool_result import ToolError
     ws, outside = layout
     w = Workspace(ws)
     target = w.resolve("inside.txt")

@@ -175,7 +175,7 @@ def test_fork_loop_is_stopped(tb, monkeypatch):
 def test_reaper_reports_what_it_could_not_kill():
     """The honest report when a kill is refused. Fake part: a process we may not signal needs another user (we
     cannot create one without privileges), so the kill function answers "permission denied" for one pid."""
-    from localspec.tools import reaper
+    from localspec.tools.shell import reaper
 
     live = {111: "sleep", 222: "stubborn"}
 
@@ -193,7 +193,7 @@ def test_reaper_reports_what_it_could_not_kill():
 
 
 def test_survivors_are_reported_in_the_result(tmp_path):
-    from localspec.tools.shell import ShellOutcome, process_notes
+    from localspec.tools.shell.execute import ShellOutcome, process_notes
 
     out = ShellOutcome("", 0, False, 0, True, ["sleep (pid 5)"], ["sudo (pid 9): permission denied"])
     notes = process_notes(out)

@@ -15,8 +15,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from localspec.tools.options import embedded_paths
-from localspec.tools.shellparse import SHELLS, WRAPPERS, plain_argv
+from localspec.tools.safety.argv_options import embedded_paths
+from localspec.tools.shell.parse import SHELLS, WRAPPERS, plain_argv
 
 
 @dataclass(frozen=True)

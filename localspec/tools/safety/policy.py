@@ -3,14 +3,14 @@
 Modes: "ask" (default; reads run, writes and shell need approval), "read-only" (writes and shell
 refused), "auto" (everything runs; an explicit opt-in). Remembered "always" decisions are kept per
 tool for the lifetime of the Policy object (one session): "deny always" by pattern (a program name
-denies every command running it), "allow always" by one exact key (tools/allowance.py for shell).
+denies every command running it), "allow always" by one exact key (tools/safety/allowance.py for shell).
 """
 from __future__ import annotations
 
 import threading
 from typing import Hashable, Iterable
 
-from localspec.tools.approval import Decision
+from localspec.tools.safety.approvals import Decision
 
 MODES = ("ask", "read-only", "auto")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from localspec.tools.options import Syntax, long_name, read
+from localspec.tools.safety.argv_options import Syntax, long_name, read
 
 # Keys (lower case; fnmatch patterns) whose value is a program, a shell command, or a file of more configuration.
 RUNS_PROGRAM = (

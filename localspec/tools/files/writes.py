@@ -14,13 +14,13 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from localspec.tools.atomic import atomic_write_at
-from localspec.tools.danger import Danger, rate_write
+from localspec.tools.files.atomic import atomic_write_at
+from localspec.tools.files.confine import Resolved, Workspace, file_kind, open_entry
+from localspec.tools.files.sniff import SNIFF_BYTES, human_size, is_binary
+from localspec.tools.files.textdiff import text_diff
 from localspec.tools.limits import Limits
-from localspec.tools.paths import Resolved, Workspace, file_kind, open_entry
-from localspec.tools.result import ToolError
-from localspec.tools.sniff import SNIFF_BYTES, human_size, is_binary
-from localspec.tools.textdiff import text_diff
+from localspec.tools.safety.danger import Danger, rate_write
+from localspec.tools.tool_result import ToolError
 
 _CHUNK = 1024 * 1024
 

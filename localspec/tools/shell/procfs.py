@@ -1,5 +1,5 @@
 """Processes as Linux's /proc shows them: state, children, descendants, and the environment marks that let us find
-what a command or an MCP server started. One helper for run_shell (tools/shell.py), its wrapper (tools/reaper.py)
+what a command or an MCP server started. One helper for run_shell (tools/shell/execute.py), its wrapper (tools/shell/reaper.py)
 and MCP servers (mcp/procs.py).
 
 Why marks: a process that leaves its process group (`setsid cmd &`) is out of reach of a group kill, and one

@@ -6,7 +6,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from localspec.tools.danger import Danger
+from localspec.tools.safety.danger import Danger
 
 
 class Decision(str, Enum):

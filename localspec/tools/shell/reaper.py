@@ -1,6 +1,6 @@
 """Runs one shell command and stops every process it started, even those that left its process group.
 
-Usage (by tools/shell.py and mcp/connection.py, as a file, with only the standard library and procfs.py):
+Usage (by tools/shell/execute.py and mcp/connection.py, as a file, with only the standard library and procfs.py):
     python -I -S reaper.py REPORT MAX_PROCESSES PROGRAM [ARGS...]      (run_shell: /bin/sh -c COMMAND)
 
 REPORT is a file descriptor number (run_shell passes a pipe), or the path of a file the caller created (MCP
@@ -25,8 +25,8 @@ import signal
 import sys
 import time
 
-if __package__:  # imported as localspec.tools.reaper (tests)
-    from localspec.tools import procfs
+if __package__:  # imported as localspec.tools.shell.reaper (tests)
+    from localspec.tools.shell import procfs
 else:  # run as a file under `python -I -S`: the standard library, and the /proc helper beside this file
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import procfs  # type: ignore[no-redef]  # the same module, found as a file

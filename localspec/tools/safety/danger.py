@@ -10,11 +10,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from localspec.tools.display import COMMAND_SHOWN_CHARS, hidden_characters
-from localspec.tools.gitconfig import config_write, inline_runs, runs_program
-from localspec.tools.options import Syntax, embedded_paths, read
-from localspec.tools.shellparse import ASSIGNMENT as _ASSIGNMENT
-from localspec.tools.shellparse import SHELLS, SimpleCommand, parse, split_wrappers
+from localspec.tools.safety.argv_options import Syntax, embedded_paths, read
+from localspec.tools.safety.display import COMMAND_SHOWN_CHARS, hidden_characters
+from localspec.tools.safety.gitconfig import config_write, inline_runs, runs_program
+from localspec.tools.shell.parse import ASSIGNMENT as _ASSIGNMENT
+from localspec.tools.shell.parse import SHELLS, SimpleCommand, parse, split_wrappers
 
 LOW, MEDIUM, HIGH = "low", "medium", "high"
 _RANK = {LOW: 0, MEDIUM: 1, HIGH: 2}

@@ -1,4 +1,4 @@
-"""The terminal approver's question: show the request (tools/display.py) and read y / a / n / d.
+"""The terminal approver's question: show the request (tools/safety/display.py) and read y / a / n / d.
 
 No terminal on stdin (or end of input) means deny. "a" is accepted only where "always" is offered; elsewhere the
 user is told it is not, and asked again.
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from localspec.tools.approval import ApprovalRequest, Decision
-from localspec.tools.display import approval_prompt, approval_text
+from localspec.tools.safety.approvals import ApprovalRequest, Decision
+from localspec.tools.safety.display import approval_prompt, approval_text
 
 _KEYS = {"y": Decision.ALLOW_ONCE, "a": Decision.ALLOW_ALWAYS, "n": Decision.DENY_ONCE, "d": Decision.DENY_ALWAYS}
 

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from localspec.tools import Decision, Policy, Toolbox
-from localspec.tools.allowance import Allowance, remember
+from localspec.tools.safety.allowance import Allowance, remember
 
 FIND = "find . -name '*.txt'"
 BUILD = "python3 build.py"

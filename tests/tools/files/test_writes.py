@@ -5,7 +5,7 @@ import os
 import pytest
 
 from localspec.tools import Decision, Policy, Toolbox
-from localspec.tools import atomic
+from localspec.tools.files import atomic
 
 
 @pytest.fixture
@@ -204,7 +204,7 @@ def test_diff_of_one_change_is_the_same_as_difflibs(where):
     import difflib
 
     from localspec.tools import Limits
-    from localspec.tools.textdiff import text_diff
+    from localspec.tools.files.textdiff import text_diff
     old_lines = [f"line {i}\n" for i in range(1000)]
     new_lines = old_lines[:where] + ["changed\n", "added\n"] + old_lines[where + 1:]
     old, new = "".join(old_lines), "".join(new_lines)
@@ -214,7 +214,7 @@ def test_diff_of_one_change_is_the_same_as_difflibs(where):
 
 def test_diff_without_final_newline_and_creation():
     from localspec.tools import Limits
-    from localspec.tools.textdiff import text_diff
+    from localspec.tools.files.textdiff import text_diff
     diff, added, removed = text_diff("f", "a\nb", "a\nc", Limits())
     assert diff == "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n" \
                    "\\ No newline at end of file\n" and (added, removed) == (1, 1)
@@ -224,7 +224,7 @@ def test_diff_without_final_newline_and_creation():
 
 def test_big_change_is_one_block_with_right_line_numbers():
     from localspec.tools import Limits
-    from localspec.tools.textdiff import text_diff
+    from localspec.tools.files.textdiff import text_diff
     old = "".join(f"{i}\n" for i in range(100))
     new = old.replace("10\n", "ten\n").replace("20\n", "twenty\n")
     diff, added, removed = text_diff("f", old, new, Limits(diff_lines=5))

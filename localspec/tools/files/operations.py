@@ -10,13 +10,13 @@ import os
 import stat
 from contextlib import closing
 
-from localspec.tools.display import safe_text
-from localspec.tools.globs import compile_glob, glob_matches
+from localspec.tools.files.confine import DIR_FLAGS, Resolved, Workspace, file_kind, open_entry
+from localspec.tools.files.globs import compile_glob, glob_matches
+from localspec.tools.files.regex import LineSearch
+from localspec.tools.files.sniff import SNIFF_BYTES, guess_type, human_size, is_binary
 from localspec.tools.limits import Limits
-from localspec.tools.paths import DIR_FLAGS, Resolved, Workspace, file_kind, open_entry
-from localspec.tools.regex import LineSearch
-from localspec.tools.result import ToolError
-from localspec.tools.sniff import SNIFF_BYTES, guess_type, human_size, is_binary
+from localspec.tools.safety.display import safe_text
+from localspec.tools.tool_result import ToolError
 
 # Directories never descended into when walking (VCS data, caches, virtualenvs).
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".mypy_cache",

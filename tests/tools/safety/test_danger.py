@@ -2,7 +2,7 @@
 import pytest
 
 from localspec.tools import rate_shell, rate_write
-from localspec.tools.shellparse import command_patterns
+from localspec.tools.shell.parse import command_patterns
 
 
 @pytest.fixture
@@ -263,14 +263,14 @@ def test_git_config_writes_without_programs(ws, command, level):
 ])
 def test_allowances_read_the_same_spellings(ws, command):
     """Pure decision: what "always" would remember reads attached and '=' values like the rating does."""
-    from localspec.tools.allowance import remember
+    from localspec.tools.safety.allowance import remember
 
     kept = remember(command, ws)
     assert kept.allowance is None and "outside the workspace" in kept.reason, (command, kept)
 
 
 def test_option_reader_reads_every_spelling_alike():
-    from localspec.tools.options import Syntax, embedded_paths, read
+    from localspec.tools.safety.argv_options import Syntax, embedded_paths, read
 
     syntax = Syntax("tS", frozenset({"--target-directory", "--suffix"}), frozenset({"--recursive", "--force"}))
     for args in (["-t/x", "a"], ["-t", "/x", "a"], ["--target-directory=/x", "a"], ["--target-directory", "/x", "a"],

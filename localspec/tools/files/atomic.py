@@ -12,7 +12,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from localspec.tools.paths import DIR_FLAGS
+from localspec.tools.files.confine import DIR_FLAGS
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC

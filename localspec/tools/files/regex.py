@@ -10,7 +10,7 @@ import re
 
 import re2
 
-from localspec.tools.result import ToolError
+from localspec.tools.tool_result import ToolError
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # RE2 would otherwise print every bad pattern to stderr
