@@ -88,11 +88,11 @@ def test_a_cycle_fails(tmp_path, files, needle):
      "localspec.speculative.engine -> localspec.agent.loop"),
     ({"runtime/model.py": "from localspec.models.paths import p\n", "models/paths.py": ""},
      "localspec.runtime.model -> localspec.models.paths"),
-    ({"tools/files/operations.py": "from localspec.commands.helpers import x\n", "commands/helpers.py": ""},
-     "localspec.tools.files.operations -> localspec.commands.helpers"),
+    ({"tools/files.py": "from localspec.commands.helpers import x\n", "commands/helpers.py": ""},
+     "localspec.tools.files -> localspec.commands.helpers"),
     # Indirectly too: tools -> chat -> agent.
-    ({"tools/files/operations.py": "from localspec.chat.x import y\n", "chat/x.py": "import localspec.agent.loop\n",
-      "agent/loop.py": ""}, "localspec.tools.files.operations -> localspec.chat.x"),
+    ({"tools/files.py": "from localspec.chat.x import y\n", "chat/x.py": "import localspec.agent.loop\n",
+      "agent/loop.py": ""}, "localspec.tools.files -> localspec.chat.x"),
     ({"agent/loop.py": "from textual.app import App\n"}, "localspec.agent.loop -> textual"),
     ({"serve/app.py": "import httpx2\n"}, "localspec.serve.app -> httpx2"),
 ])
