@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from localspec.bench import runner  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402
 from localspec.launch import RunFlags, open_pair, resolve_config  # noqa: E402
-from localspec.speculative.config import MAX_DRAFT  # noqa: E402
 from localspec.speculative.costs import CostModel  # noqa: E402
 from localspec.speculative.draft import Draft, Drafter, DraftRequest  # noqa: E402
+from localspec.speculative.drafting import MAX_DRAFT  # noqa: E402
 from localspec.speculative.profile import CostProfile  # noqa: E402
 
 

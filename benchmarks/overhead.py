@@ -43,8 +43,8 @@ import numpy as np  # noqa: E402
 from localspec.runtime.context import Context, ContextSettings  # noqa: E402
 from localspec.runtime.llama import lib  # noqa: E402
 from localspec.runtime.model import Model  # noqa: E402
+from localspec.speculative.decoder import GenParams, SpecEngine  # noqa: E402
 from localspec.speculative.draft import Draft, Drafter, DraftRequest  # noqa: E402
-from localspec.speculative.engine import GenParams, SpecEngine  # noqa: E402
 
 PROMPTS = [
     "Explain how a hash table works.",

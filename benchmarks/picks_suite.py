@@ -26,11 +26,11 @@ sys.path.insert(0, str(ROOT))
 from localspec.bench.runner import ConfigRun  # noqa: E402
 from localspec.bench.suite import load_suite  # noqa: E402
 from localspec.runtime.context import Context, ContextSettings  # noqa: E402
-from localspec.runtime.pair import LoadedPair  # noqa: E402
 from localspec.runtime.model import Model  # noqa: E402
+from localspec.runtime.pair import LoadedPair  # noqa: E402
 from localspec.speculative import engine as engine_module  # noqa: E402
-from localspec.speculative.config import DraftingConfig  # noqa: E402
-from localspec.speculative.engine import GenParams  # noqa: E402
+from localspec.speculative.decoder import GenParams  # noqa: E402
+from localspec.speculative.drafting import DraftingConfig  # noqa: E402
 
 TOOLSPEC = ("schema", "history", "ngram")
 

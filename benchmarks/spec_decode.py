@@ -35,8 +35,8 @@ from localspec.runtime.context import ContextSettings  # noqa: E402
 from localspec.runtime.llama import lib  # noqa: E402
 from localspec.runtime.pair import load_pair  # noqa: E402
 from localspec.speculative.builder import build_engine  # noqa: E402
-from localspec.speculative.config import TARGET_ONLY, DraftingConfig  # noqa: E402
-from localspec.speculative.engine import GenParams, SpecEngine  # noqa: E402
+from localspec.speculative.decoder import GenParams, SpecEngine  # noqa: E402
+from localspec.speculative.drafting import TARGET_ONLY, DraftingConfig  # noqa: E402
 
 PROMPTS = [
     "Explain how a hash table works.",
@@ -280,7 +280,7 @@ def prompt_texts(model, raw: bool, n: int) -> list[str]:
     """Prompt strings both engines tokenize the same way (BOS added by the tokenizer, special tokens parsed)."""
     if raw:
         return PROMPTS[:n]
-    from localspec.chat.prompt import render_prompt
+    from localspec.prompting.prompt import render_prompt
 
     bos = model.token_bytes(model.bos).decode("utf-8", "replace") if model.bos >= 0 else ""
     out = []

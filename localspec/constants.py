@@ -3,7 +3,7 @@ one place to look up what a variable does and to see that no two mean the same t
 nothing of localspec, so every layer may use it (runtime/ included).
 
 The settings' own overrides are not listed one by one: each config key has LOCALSPEC_ + the key in capitals
-with dots as underscores (LOCALSPEC_SAMPLING_TEMPERATURE; models/config.py builds them from ENV_PREFIX).
+with dots as underscores (LOCALSPEC_SAMPLING_TEMPERATURE; settings/config_toml.py builds them from ENV_PREFIX).
 """
 
 from __future__ import annotations

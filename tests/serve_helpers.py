@@ -12,12 +12,12 @@ import pytest
 
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
-from localspec.serve.app import create_app
-from localspec.serve.runner import start_in_thread
+from localspec.serve.http_app import create_app
+from localspec.serve.server import start_in_thread
 from localspec.serve.service import ChatService
 from localspec.speculative.builder import build_engine
-from localspec.speculative.config import DraftingConfig
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
+from localspec.speculative.drafting import DraftingConfig
 
 API_KEY = "test-key-123"
 

@@ -14,11 +14,10 @@ from localspec.conversations import ConversationStore, render
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
-from localspec.speculative.config import TARGET_ONLY
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
+from localspec.speculative.drafting import TARGET_ONLY
 from localspec.tools import Policy, Toolbox
-from localspec.turns.chat import model_messages
-
+from localspec.turns.conversation import model_messages
 from tests.hub_server import home  # noqa: F401  (fixture: an empty LOCALSPEC_HOME)
 
 
@@ -95,7 +94,7 @@ def test_delete_messages_and_search_in_message_text(tmp_path):
 
 def session_on(tiny_target, workspace, max_tokens=4, tool_choice="none"):
     from localspec.launch.flags import RunFlags
-    from localspec.tui.options import AppOptions
+    from localspec.tui.launch_options import AppOptions
     from localspec.tui.session import ChatSession
 
     flags = RunFlags(target=str(tiny_target), no_draft=True, threads=1, ctx_size=2048, max_tokens=max_tokens)
@@ -157,7 +156,7 @@ def test_a_reopened_conversation_shows_its_own_turns(home, tiny_target, tmp_path
 
 
 def test_tools_off_for_a_chat_means_no_tool_definitions_in_the_prompt(home, tiny_target, tmp_path):  # noqa: F811
-    from localspec.models.config import set_config_value
+    from localspec.settings.config_toml import set_config_value
 
     set_config_value("approval", "read-only")  # the reading tools only: their definitions fit the tiny model
     session = session_on(tiny_target, tmp_path, max_tokens=48, tool_choice="auto")
@@ -193,8 +192,8 @@ def test_a_run_conversation_resumed_in_the_app_keeps_its_pair(home, tmp_path):  
     """`run --tools` on the demo records pair_name "demo"; the app reopening it loads the demo and keeps calling it
     "demo" (it used to rewrite the pair to the model's file name)."""
     from localspec.conversations import open_store
-    from localspec.models.resolve import demo_model_path
-    from localspec.tui.options import AppOptions
+    from localspec.models.selection import demo_model_path
+    from localspec.tui.launch_options import AppOptions
     from localspec.tui.session import ChatSession
 
     if demo_model_path() is None:
@@ -219,7 +218,7 @@ def test_serve_names_the_demo_model_demo(home):  # noqa: F811
     """On a fresh install `serve` runs the demo: clients see the model as "demo", the name `models` shows."""
     from localspec.cli import build_parser
     from localspec.commands.helpers import config_from_args
-    from localspec.models.resolve import demo_model_path
+    from localspec.models.selection import demo_model_path
 
     if demo_model_path() is None:
         pytest.skip("needs the packaged demo model")

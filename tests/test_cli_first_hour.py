@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from localspec.launch.flags import RunFlags
 from localspec.errors import IncompatibleDraftError
-from localspec.models.config import Settings, load_config, set_config_value
-from localspec.models.resolve import DEMO, demo_model_path
+from localspec.launch.flags import RunFlags
+from localspec.models.selection import DEMO, demo_model_path
+from localspec.settings.config_toml import Settings, load_config, set_config_value
 from tests.hub_server import run_cli as run
 
 needs_demo = pytest.mark.skipif(demo_model_path() is None, reason="needs the packaged demo model (localspec[demo])")
@@ -71,7 +71,7 @@ def run_config(*argv: str):
 
 
 def app_sampling(tmp_path):
-    from localspec.tui.options import AppOptions
+    from localspec.tui.launch_options import AppOptions
     from localspec.tui.session import ChatSession
 
     session = ChatSession(AppOptions(workspace=tmp_path, record=False))
@@ -98,7 +98,7 @@ def test_run_the_app_and_config_show_use_the_same_defaults(home, tmp_path, capsy
 
 def test_thinking_defaults_to_config_and_flags_win(home, tmp_path):
     """One default for reasoning models: config.toml's reasoning.thinking, for `run` and the app alike."""
-    from localspec.tui.options import AppOptions
+    from localspec.tui.launch_options import AppOptions
     from localspec.tui.session import ChatSession
 
     assert run_config().thinking is True and ChatSession(AppOptions(workspace=tmp_path, record=False)).thinking
@@ -164,8 +164,8 @@ def test_serve_takes_chat_template_too(home, no_template, tmp_path, capsys):
 
 
 def test_app_shows_the_fallback_warning(home, no_template, tmp_path):
-    from localspec.models.resolve import resolve_selection
-    from localspec.tui.options import AppOptions
+    from localspec.launch.resolve import resolve_selection
+    from localspec.tui.launch_options import AppOptions
     from localspec.tui.session import ChatSession
 
     session = ChatSession(AppOptions(flags=RunFlags(ctx_size=8192, target=str(no_template)), workspace=tmp_path, record=False))

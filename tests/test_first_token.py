@@ -122,12 +122,12 @@ def tiny_server_with_home(tiny_target, tmp_path):
     from localspec.launch.open import keep_prefixes
     from localspec.runtime.context import ContextSettings
     from localspec.runtime.pair import load_pair
-    from localspec.serve.app import create_app
-    from localspec.serve.runner import start_in_thread
+    from localspec.serve.http_app import create_app
+    from localspec.serve.server import start_in_thread
     from localspec.serve.service import ChatService
     from localspec.speculative.builder import build_engine
-    from localspec.speculative.config import DraftingConfig
-    from localspec.speculative.engine import GenParams
+    from localspec.speculative.decoder import GenParams
+    from localspec.speculative.drafting import DraftingConfig
 
     home = tmp_path / "home"
     pair = load_pair(str(tiny_target), ctx=ContextSettings(n_ctx=2048, n_threads=1))

@@ -84,17 +84,17 @@ def test_a_cycle_fails(tmp_path, files, needle):
 
 
 @pytest.mark.parametrize("files, needle", [
-    ({"speculative/engine.py": "def f():\n    import localspec.agent.loop\n", "agent/loop.py": ""},
-     "localspec.speculative.engine -> localspec.agent.loop"),
+    ({"speculative/decoder.py": "def f():\n    import localspec.agent.loop\n", "agent/loop.py": ""},
+     "localspec.speculative.decoder -> localspec.agent.loop"),
     ({"runtime/model.py": "from localspec.models.paths import p\n", "models/paths.py": ""},
      "localspec.runtime.model -> localspec.models.paths"),
     ({"tools/files.py": "from localspec.commands.helpers import x\n", "commands/helpers.py": ""},
      "localspec.tools.files -> localspec.commands.helpers"),
-    # Indirectly too: tools -> chat -> agent.
-    ({"tools/files.py": "from localspec.chat.x import y\n", "chat/x.py": "import localspec.agent.loop\n",
-      "agent/loop.py": ""}, "localspec.tools.files -> localspec.chat.x"),
+    # Indirectly too: tools -> prompting -> agent.
+    ({"tools/files.py": "from localspec.prompting.x import y\n", "prompting/x.py": "import localspec.agent.loop\n",
+      "agent/loop.py": ""}, "localspec.tools.files -> localspec.prompting.x"),
     ({"agent/loop.py": "from textual.app import App\n"}, "localspec.agent.loop -> textual"),
-    ({"serve/app.py": "import httpx2\n"}, "localspec.serve.app -> httpx2"),
+    ({"serve/http_app.py": "import httpx2\n"}, "localspec.serve.http_app -> httpx2"),
 ])
 def test_a_layer_breach_fails(tmp_path, files, needle):
     proc = lint(tmp_path, make_package(tmp_path, files), tmp_path / "src")

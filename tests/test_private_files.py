@@ -65,8 +65,8 @@ def test_the_conversation_store_and_its_wal_are_private(home):
 
 def test_exports_and_mcp_logs_are_private(home, tmp_path):
     """(The tool-call history lives in the conversation store, tested above; the JSONL transcript is gone.)"""
-    from localspec.mcp.config import ServerConfig
     from localspec.mcp.connection import Connection
+    from localspec.mcp.servers_file import ServerConfig
 
     cid = seed(home)
     with open_store() as store:
@@ -189,7 +189,7 @@ def test_appends_and_the_store_refuse_links_and_fifos(tmp_path):
 
 
 def test_the_old_history_file_is_removed_never_followed(home, tmp_path):
-    from localspec.agent.history import call_history
+    from localspec.agent.drafting_memory import call_history
 
     victim = tmp_path / "victim"
     victim.write_text("someone else's file\n")
@@ -203,7 +203,7 @@ def test_the_old_history_file_is_removed_never_followed(home, tmp_path):
 
 
 def test_config_writes_replace_a_link_never_its_target(home, tmp_path):
-    from localspec.models.config import set_config_value
+    from localspec.settings.config_toml import set_config_value
 
     victim = tmp_path / "victim.toml"
     victim.write_text("# mine\n")

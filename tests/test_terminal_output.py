@@ -254,14 +254,14 @@ def anyio_backend():
 @pytest.mark.slow  # the CLI, the app or MCP servers end to end
 @pytest.mark.anyio
 async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkeypatch):
-    from localspec.tui.app import LocalspecApp
-    from localspec.tui.messages import TurnUpdate
-    from localspec.tui.options import AppOptions
     from localspec.launch.flags import RunFlags
+    from localspec.runtime.tinymodel import write_tiny_llama
+    from localspec.tui.app import LocalspecApp
+    from localspec.tui.launch_options import AppOptions
+    from localspec.tui.messages import TurnUpdate
     from localspec.tui.screens.export import ExportScreen
     from localspec.tui.screens.sessions import SessionsScreen
     from localspec.tui.turn import TextChunk, TurnNotice
-    from localspec.runtime.tinymodel import write_tiny_llama
 
     home = tmp_path / "home"
     monkeypatch.setenv("LOCALSPEC_HOME", str(home))
@@ -307,11 +307,11 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
 @pytest.mark.slow  # the CLI, the app or MCP servers end to end
 @pytest.mark.anyio
 async def test_the_apps_tools_screen_shows_mcp_text_escaped(tmp_path, monkeypatch):
-    from localspec.tui.app import LocalspecApp
-    from localspec.tui.options import AppOptions
     from localspec.launch.flags import RunFlags
-    from localspec.tui.screens.tools import ToolsScreen
     from localspec.runtime.tinymodel import write_tiny_llama
+    from localspec.tui.app import LocalspecApp
+    from localspec.tui.launch_options import AppOptions
+    from localspec.tui.screens.tools import ToolsScreen
 
     monkeypatch.setenv("LOCALSPEC_HOME", str(tmp_path / "home"))
     target = write_tiny_llama(tmp_path / "t.gguf", n_ctx_train=8192)

@@ -11,7 +11,7 @@ import pytest
 
 from localspec.launch.flags import RunFlags
 from localspec.tui.app import LocalspecApp
-from localspec.tui.options import AppOptions
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.widgets.message import ChatMessage
 
 SIZE = (120, 40)

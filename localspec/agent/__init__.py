@@ -16,7 +16,7 @@ from localspec.agent.events import (
     ToolCallStarted,
 )
 from localspec.agent.loop import DEFAULT_SYSTEM, TOOL_CHOICES, Agent
-from localspec.agent.result import FINISH_REASONS, AgentResult, ToolCallRecord
+from localspec.agent.outcome import FINISH_REASONS, AgentResult, ToolCallRecord
 
 __all__ = [
     "Agent", "AgentResult", "ApprovalDecided", "ApprovalNeeded", "DEFAULT_SYSTEM", "Done", "Event", "EventHandler",

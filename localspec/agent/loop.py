@@ -29,12 +29,12 @@ from localspec.agent.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from localspec.agent.result import AgentResult, ToolCallRecord
+from localspec.agent.outcome import AgentResult, ToolCallRecord
 from localspec.errors import ConfigError, ContextOverflowError
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
 from localspec.tools import Decision, ToolResult
 from localspec.turns import Delta, PromptRead, TurnRequest, new_call_id
-from localspec.turns.chat import ChatTurns, TurnProvider
+from localspec.turns.conversation import ChatTurns, TurnProvider
 
 TOOL_CHOICES = ("auto", "required", "none")
 
@@ -58,7 +58,7 @@ REMOTE_RESULT_CHARS = 8000  # a tool result's size for the model when the server
 
 class Agent:
     """`engine` is the local SpecEngine (its turns rendered with the model's own chat template), or any
-    TurnProvider (turns/chat.py), such as the remote backend's: the loop, the tools and the approvals are the same."""
+    TurnProvider (turns/conversation.py), such as the remote backend's: the loop, the tools and the approvals are the same."""
 
     def __init__(self, engine, toolbox, *, model=None, system: str | None = None,
                  params: GenParams = GenParams(max_tokens=512), max_steps: int = 8,
@@ -78,7 +78,7 @@ class Agent:
         self.model = getattr(self.provider, "model", None)
         self.format = getattr(self.provider, "format", None)
         self.max_steps = max_steps
-        # Reasoning models: think before answering (a UI may switch it between runs; chat/reasoning.py).
+        # Reasoning models: think before answering (a UI may switch it between runs; prompting/thinking.py).
         self.thinking = thinking
         self.params = params
         self.call_max_tokens = call_max_tokens
@@ -138,7 +138,7 @@ class Agent:
     def _close_reply(self, emit, result: AgentResult) -> None:
         """A conversation never ends on a user message nobody answered: a reply that was cancelled or failed before
         it was written is kept as an (empty) assistant message marked so (the model never sees the mark:
-        turns/chat.py; exports show it). The user can regenerate it or carry on."""
+        turns/conversation.py; exports show it). The user can regenerate it or carry on."""
         if not self.messages or self.messages[-1].get("role") != "user":
             return
         if result.finish_reason == "cancelled":

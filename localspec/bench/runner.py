@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, replace
 
 from localspec.bench.scoring import case_correct
 from localspec.bench.suite import Case
-from localspec.chat.prompt import chat_prompt_tokens, tool_format
-from localspec.launch.config import RunConfig
+from localspec.launch.run_config import RunConfig
+from localspec.prompting.prompt import chat_prompt_tokens, tool_format
 from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
 from localspec.speculative.builder import build_engine
 from localspec.speculative.costs import CostModel, PassPrices
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
 from localspec.speculative.profile import CostProfile, projected_s
 from localspec.speculative.sampling import SamplingParams
 from localspec.speculative.sources.past_calls import CallHistory

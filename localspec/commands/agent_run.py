@@ -117,8 +117,8 @@ def cmd_agent_run(args, remote=None) -> int:
     """`remote`: a launch.remote.RemoteConfig when the turns run on an OpenAI-compatible server (the tools, the
     approvals and the MCP servers stay here)."""
     from localspec.agent import DEFAULT_SYSTEM, Agent
-    from localspec.agent.history import StoredGenerations, call_history
-    from localspec.models.config import load_config
+    from localspec.agent.drafting_memory import StoredGenerations, call_history
+    from localspec.settings.config_toml import load_config
     from localspec.tools import Toolbox
 
     if getattr(args, "raw", False):
@@ -250,7 +250,7 @@ class RemoteRun:
 
     @classmethod
     def of(cls, args, remote) -> "RemoteRun":
-        from localspec.launch.config import resolve_params
+        from localspec.launch.run_config import resolve_params
         from localspec.remote.turns import open_turns
 
         params, thinking = resolve_params(flags_from_args(args))

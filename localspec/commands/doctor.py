@@ -26,7 +26,7 @@ def self_test_devices(backend: dict) -> list[str]:
 
 
 def collect(self_test: bool = True) -> dict:
-    from localspec.runtime.backend import backend_info
+    from localspec.runtime.build_info import backend_info
     from localspec.runtime.selftest import self_test as run_self_test
 
     packages: dict[str, str | None] = {}

@@ -1,6 +1,6 @@
 """The model, drafting and sampling flags every command that runs a model shares (and the app: `localspec` alone),
 and the one place where an argparse Namespace becomes a RunFlags (launch/flags.py). Below this module nothing sees
-the Namespace: the flags are resolved once (launch/config.py) and opened once (launch/open.py).
+the Namespace: the flags are resolved once (launch/run_config.py) and opened once (launch/open.py).
 
 The commands (run, run --tools, serve, bench, the app) import this module and never each other, so imports point one
 way: cli -> commands/<command> -> commands/helpers -> the layers below. The model stack (llama.cpp, the engine) is
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from localspec.speculative import registry
+from localspec.speculative import names as registry
 
 # The app's options live on the main parser (beside the subcommands' own --target, --pair, ...), so their
 # destinations carry this prefix there.
@@ -104,11 +104,11 @@ def add_remote_args(p, *, prefix: str = "", suppress: bool = False, key_flag: st
 
 
 def remote_config(args, prefix: str = "", key_dest: str = "api_key"):
-    """The server the arguments (or config.toml) choose, or None for the local engine (launch/remote.py)."""
+    """The server the arguments (or config.toml) choose, or None for the local engine (launch/backend_choice.py)."""
     from dataclasses import replace
 
-    from localspec.launch.remote import resolve_remote
-    from localspec.models.config import load_config
+    from localspec.launch.backend_choice import resolve_remote
+    from localspec.settings.config_toml import load_config
 
     flags = replace(flags_from_args(args, prefix), api_key=getattr(args, prefix + key_dest, None))
     return resolve_remote(flags, load_config())
@@ -130,19 +130,19 @@ def flags_from_args(args: argparse.Namespace, prefix: str = ""):
 
 def config_from_args(args: argparse.Namespace, prefix: str = "", **kw):
     """The RunConfig for a command's arguments (launch.resolve_config; `kw` as it takes)."""
-    from localspec.launch.config import resolve_config
+    from localspec.launch.run_config import resolve_config
 
     return resolve_config(flags_from_args(args, prefix), **kw)
 
 
 def open_from_args(args: argparse.Namespace, config=None, *, warn: bool = True, history=None, generations=None):
     """Resolve, open the pair and build the engine, drafting from the stored tool-call history (`history`: one
-    that also keeps this run's calls, agent/history.py) and keeping its generations in `generations` (where the
+    that also keeps this run's calls, agent/drafting_memory.py) and keeping its generations in `generations` (where the
     run is recorded); the chat template warning goes to stderr (unless `warn` is off: `run --raw` uses no
     template)."""
     import sys
 
-    from localspec.agent.history import call_history
+    from localspec.agent.drafting_memory import call_history
     from localspec.launch.open import open_engine
 
     config = config or config_from_args(args)

@@ -10,16 +10,22 @@ import json
 import sys
 from typing import Any
 
-from localspec.errors import ConfigError
-from localspec.models.catalog import format_mb, load_catalog
 from localspec.constants import ENV_LOG
 from localspec.debug_log import log_file
-from localspec.models.config import (config_keys, env_name, env_overrides, load_config, mcp_config_path,
-                                     set_config_value)
+from localspec.errors import ConfigError
+from localspec.models.catalog import format_mb, load_catalog
 from localspec.models.install import add_pair, pair_state, pull_file, pull_pair, remove
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
-from localspec.models.resolve import DEMO, demo_pair
+from localspec.models.selection import DEMO, demo_pair
+from localspec.settings.config_toml import (
+    config_keys,
+    env_name,
+    env_overrides,
+    load_config,
+    mcp_config_path,
+    set_config_value,
+)
 from localspec.terminal import safe_text
 
 
@@ -100,7 +106,7 @@ def _default_pair(settings, catalog) -> str:
     installed pair, else the demo model) without downloading; the catalog's default only when nothing is usable
     (then `localspec run` says to pull it)."""
     from localspec.errors import LocalspecError
-    from localspec.models.resolve import resolve_selection
+    from localspec.launch.resolve import resolve_selection
 
     if settings.default_pair:
         return settings.default_pair

@@ -1,7 +1,7 @@
 """`localspec run PROMPT`: one generation, headless, streamed or as one JSON object.
 
 With --tools the agent loop runs instead (commands/agent_run.py); with --backend openai a remote server generates
-(commands/remote.py). All three share one parser, so their flags are registered here.
+(commands/run_remote.py). All three share one parser, so their flags are registered here.
 """
 
 from __future__ import annotations
@@ -10,10 +10,16 @@ import sys
 import time
 
 from localspec.commands.agent_run import add_agent_args, cmd_agent_run
-from localspec.commands.helpers import (add_generation_args, add_model_args, add_remote_args, add_thinking_args,
-                                        open_from_args, remote_config)
+from localspec.commands.helpers import (
+    add_generation_args,
+    add_model_args,
+    add_remote_args,
+    add_thinking_args,
+    open_from_args,
+    remote_config,
+)
 from localspec.commands.reasoning_output import ReasoningPrinter
-from localspec.commands.remote import cmd_remote_run
+from localspec.commands.run_remote import cmd_remote_run
 from localspec.terminal import safe_json
 
 
@@ -41,8 +47,8 @@ def add_reasoning_args(p) -> None:
 def prompt_tokens(model, prompt: str, raw: bool, thinking: bool = True) -> list[int]:
     if raw:
         return model.tokenize(prompt)
-    from localspec.chat import reasoning as think
-    from localspec.chat.prompt import chat_prompt_tokens
+    from localspec.prompting import thinking as think
+    from localspec.prompting.prompt import chat_prompt_tokens
 
     template = model.chat_template
     messages = think.no_think([{"role": "user", "content": prompt}], template, thinking)
@@ -65,8 +71,8 @@ def cmd_run(args) -> int:
         return cmd_remote_run(args, remote)
     opened = open_from_args(args, warn=not args.raw)
     pair, engine, config = opened.pair, opened.engine, opened.config
-    from localspec.chat import reasoning as think
     from localspec.commands.console import PromptMeter, end_reply
+    from localspec.prompting import thinking as think
 
     t0 = time.perf_counter()  # the first token's wait starts here: rendering the prompt is part of it
     tokens = prompt_tokens(pair.target, args.prompt, args.raw, config.thinking)

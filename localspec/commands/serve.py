@@ -7,8 +7,13 @@ import os
 import sys
 from pathlib import Path
 
-from localspec.commands.helpers import (add_generation_args, add_model_args, add_remote_args, open_from_args,
-                                        remote_config)
+from localspec.commands.helpers import (
+    add_generation_args,
+    add_model_args,
+    add_remote_args,
+    open_from_args,
+    remote_config,
+)
 from localspec.constants import ENV_API_KEY
 from localspec.errors import ConfigError
 
@@ -53,8 +58,8 @@ def validate_serve_args(args) -> None:
 
 def cmd_serve(args) -> int:
     validate_serve_args(args)
-    from localspec.serve.app import create_app
-    from localspec.serve.runner import serve_forever
+    from localspec.serve.http_app import create_app
+    from localspec.serve.server import serve_forever
     from localspec.serve.service import ChatService
 
     remote = remote_config(args, key_dest="backend_api_key")
@@ -62,7 +67,7 @@ def cmd_serve(args) -> int:
         return _serve_remote(args, remote, serve_forever, create_app)
     fmt = None
     if args.tool_format:
-        from localspec.chat.formats import get_format
+        from localspec.prompting.formats import get_format
 
         fmt = get_format(args.tool_format)
     from localspec.runtime.compute_thread import ComputeThread
@@ -85,9 +90,9 @@ def cmd_serve(args) -> int:
 
 
 def _serve_remote(args, remote, serve_forever, create_app) -> int:
-    """Clients of this server answered by the OpenAI-compatible backend behind it (serve/remote.py)."""
-    from localspec.remote.backend import RemoteBackend
-    from localspec.serve.remote import RemoteChatService
+    """Clients of this server answered by the OpenAI-compatible backend behind it (serve/forward.py)."""
+    from localspec.remote.client import RemoteBackend
+    from localspec.serve.forward import RemoteChatService
 
     backend = RemoteBackend(remote.base_url, remote.model, remote.api_key)
     service = RemoteChatService(backend, model_id=args.model_name, max_waiting=args.max_queue)

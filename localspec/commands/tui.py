@@ -11,10 +11,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from localspec.commands.helpers import (APP_PREFIX, add_generation_args, add_model_args, add_remote_args,
-                                        add_thinking_args, flags_from_args)
+from localspec.commands.helpers import (
+    APP_PREFIX,
+    add_generation_args,
+    add_model_args,
+    add_remote_args,
+    add_thinking_args,
+    flags_from_args,
+)
 from localspec.errors import ConfigError
-from localspec.tui.options import APP_MAX_TOKENS
+from localspec.tui.launch_options import APP_MAX_TOKENS
 
 
 def add_top_level_args(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +58,7 @@ def register(sub) -> None:
 
 
 def options_from_args(args: argparse.Namespace):
-    from localspec.tui.options import AppOptions
+    from localspec.tui.launch_options import AppOptions
 
     flags = flags_from_args(args, APP_PREFIX)
     workspace = getattr(args, "tui_workspace", None)
@@ -69,15 +75,15 @@ def options_from_args(args: argparse.Namespace):
     if flags.draft and not Path(flags.draft).expanduser().is_file():
         raise ConfigError(f"--draft {flags.draft}: file not found")
     if flags.chat_template:
-        from localspec.chat.template_file import read_template_file
+        from localspec.prompting.template_file import read_template_file
 
         read_template_file(flags.chat_template)  # a bad file is a one-line error now, not after the model loads
-    from localspec.launch.config import check_flags
+    from localspec.launch.run_config import check_flags
 
     check_flags(flags)  # a bad number is a one-line error now, not after the app has started
     if flags.backend == "openai" or flags.base_url:
-        from localspec.launch.remote import resolve_remote
-        from localspec.models.config import load_config
+        from localspec.launch.backend_choice import resolve_remote
+        from localspec.settings.config_toml import load_config
 
         resolve_remote(flags, load_config())  # an incomplete --backend openai is a one-line error now
     return AppOptions(flags=flags, workspace=ws.resolve(), resume=conv.id if conv is not None else None,

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from localspec.conversations.schema import SCHEMA_VERSION, upgrade
+from localspec.conversations.migrations import SCHEMA_VERSION, upgrade
 from localspec.errors import LocalspecError
 from localspec.private_files import precreate, private_dir
 
@@ -138,7 +138,7 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a committed message survives a crash of the app
         db.execute("PRAGMA foreign_keys=ON")
-        upgrade(db)  # conversations/schema.py: a database of an earlier version is upgraded in place
+        upgrade(db)  # conversations/migrations.py: a database of an earlier version is upgraded in place
 
     def close(self) -> None:
         with self._lock:

@@ -1,6 +1,6 @@
 """What a user can choose about the model, its context, drafting and sampling: the same set in every front end
 (`run`, `run --tools`, `serve`, the app, `bench`). None means "not given": config.toml, the pair's hints and then
-the built-in defaults decide (launch/config.py). Front ends fill it from their own arguments; nothing below them
+the built-in defaults decide (launch/run_config.py). Front ends fill it from their own arguments; nothing below them
 sees an argparse Namespace."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class RunFlags:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     thinking: bool | None = None  # reasoning models think first (config.toml reasoning.thinking)
-    # where generation runs (launch/remote.py): local llama.cpp, or an OpenAI-compatible server
+    # where generation runs (launch/backend_choice.py): local llama.cpp, or an OpenAI-compatible server
     backend: str | None = None  # local | openai (config.toml backend.kind)
     base_url: str | None = None  # the server's API root, e.g. http://host:8000/v1
     remote_model: str | None = None  # the model name on the server (None: the first it lists)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from localspec.chat.template_file import apply_chat_template
-from localspec.launch.config import RunConfig
+from localspec.launch.run_config import RunConfig
 from localspec.models.paths import get_paths
+from localspec.prompting.template_file import apply_chat_template
 from localspec.runtime.pair import LoadedPair, load_pair
 from localspec.runtime.prefixes import PrefixStore, Wanted, model_key
 from localspec.speculative.builder import build_engine
-from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel
-from localspec.speculative.engine import SpecEngine
+from localspec.speculative.decoder import SpecEngine
+from localspec.speculative.drafting import DraftingConfig
 from localspec.speculative.indexes.memory import SpanMemory
 from localspec.speculative.sources.past_calls import CallHistory
 from localspec.speculative.sources.recall import GenerationLog
@@ -67,7 +67,7 @@ def open_engine(config: RunConfig, *, history: CallHistory | None = None, memory
                 generations: GenerationLog | None = None) -> Opened:
     """The pair and an engine drafting as `config.drafting` says (or `drafting`, a variant the bench compares).
     `history` is the tool-call history drafting learns from and `generations` where recall keeps what was
-    generated (front ends that record conversations pass the stored ones: agent/history.py)."""
+    generated (front ends that record conversations pass the stored ones: agent/drafting_memory.py)."""
     pair, warning = open_pair(config)
     try:
         engine = build_engine(pair, drafting or config.drafting, history=history, costs=costs, memory=memory,

@@ -4,8 +4,8 @@ validation, approvals and output bounds as the built-ins."""
 
 import logging
 
-from localspec.mcp.config import McpConfig, ServerConfig, default_config_path, load_mcp_config
 from localspec.mcp.manager import McpTools, ServerStatus, attach_servers
+from localspec.mcp.servers_file import McpConfig, ServerConfig, default_config_path, load_mcp_config
 
 __all__ = ["McpConfig", "McpTools", "ServerConfig", "ServerStatus", "attach_servers", "default_config_path",
            "load_mcp_config"]

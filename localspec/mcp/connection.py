@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from localspec.mcp import procs
-from localspec.mcp.config import ServerConfig
-from localspec.mcp.errors import ServerExited, describe
-from localspec.mcp.loop import LoopThread
+from localspec.mcp.event_loop import LoopThread
+from localspec.mcp.failures import ServerExited, describe
 from localspec.mcp.procs import MARKER, marked
+from localspec.mcp.servers_file import ServerConfig
 from localspec.private_files import open_append
 from localspec.tools.shell.environ import safe_path
 

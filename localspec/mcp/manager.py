@@ -27,10 +27,10 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict
 
 from localspec.mcp.adapter import assign_names, clean_description, clean_schema, to_tool_result
-from localspec.mcp.config import McpConfig
 from localspec.mcp.connection import FAILED, OFF, RUNNING, STARTING, Connection
-from localspec.mcp.errors import describe
-from localspec.mcp.loop import LoopThread
+from localspec.mcp.event_loop import LoopThread
+from localspec.mcp.failures import describe
+from localspec.mcp.servers_file import McpConfig
 from localspec.tools.safety.danger import LOW, MEDIUM, Danger
 from localspec.tools.tool_result import ToolResult, one_line
 from localspec.tools.toolbox import Action, ToolDef
@@ -260,7 +260,7 @@ class McpTools:
 def attach_servers(toolbox, path=None, on_notice: Notice | None = None) -> McpTools | None:
     """Start the servers of mcp.json (or `path`) in the background and offer their tools through `toolbox`; None
     when none is configured. The caller calls .wait() before relying on the tools and .close() at the end."""
-    from localspec.mcp.config import load_mcp_config
+    from localspec.mcp.servers_file import load_mcp_config
 
     config = load_mcp_config(path)  # ConfigError (one line) before anything starts
     if not config.enabled() and not config.servers:
@@ -275,7 +275,7 @@ def _connection_lost(exc: BaseException) -> bool:
     from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED
 
-    from localspec.mcp.errors import leaf, lost_connection
+    from localspec.mcp.failures import leaf, lost_connection
 
     exc = leaf(exc)
     if isinstance(exc, MCPError):

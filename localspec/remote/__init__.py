@@ -1,7 +1,13 @@
 """Remote backends: run against an OpenAI-compatible server (vLLM, llama-server, `localspec serve`) instead of local
 models, with speculative statistics taken only from what the server reports."""
 
-from localspec.remote.backend import (RemoteBackend, RemoteDone, RemoteError, RemoteReasoningDelta, RemoteTextDelta,
-                                      RemoteToolCall)
+from localspec.remote.client import (
+                                      RemoteBackend,
+                                      RemoteDone,
+                                      RemoteError,
+                                      RemoteReasoningDelta,
+                                      RemoteTextDelta,
+                                      RemoteToolCall,
+)
 
 __all__ = ["RemoteBackend", "RemoteDone", "RemoteError", "RemoteReasoningDelta", "RemoteTextDelta", "RemoteToolCall"]

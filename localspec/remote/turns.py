@@ -1,10 +1,10 @@
-"""The remote backend as a turn provider (turns/chat.py's TurnProvider): the agent loop, its tools, approvals and
+"""The remote backend as a turn provider (turns/conversation.py's TurnProvider): the agent loop, its tools, approvals and
 MCP servers run here, the model's turns on an OpenAI-compatible server (vLLM, llama-server, another localspec).
 
 A turn is one streamed chat completion: the conversation, the tools the prompt shows, the turn's tool choice (a
 forced tool becomes OpenAI's named tool_choice), its sampling and token limit. What comes back is mapped onto the
 local turn's result: text and reasoning as they stream, the calls at the end, and statistics from what the server
-reports (remote/stats.py: localspec serve's per-response figures, llama-server's timings, vLLM's counters), never
+reports (remote/reported_stats.py: localspec serve's per-response figures, llama-server's timings, vLLM's counters), never
 estimated here. A server that reports no speculative figures shows none ("–").
 """
 
@@ -15,9 +15,9 @@ import threading
 import time
 from typing import Sequence
 
-from localspec.remote.backend import RemoteBackend, RemoteDone, RemoteReasoningDelta, RemoteTextDelta, RemoteToolCall
+from localspec.remote.client import RemoteBackend, RemoteDone, RemoteReasoningDelta, RemoteTextDelta, RemoteToolCall
 from localspec.speculative.stats import Stats
-from localspec.turns.chat import model_messages
+from localspec.turns.conversation import model_messages
 from localspec.turns.events import CALL, REASONING, TEXT, Delta, Emit
 from localspec.turns.request import TurnRequest
 from localspec.turns.result import TurnResult

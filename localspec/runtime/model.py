@@ -49,7 +49,7 @@ def offload_layers(n_gpu_layers: int | None) -> int:
 
 def device_handle(name: str) -> int:
     """The ggml device called `name` (as `localspec doctor` lists them), or a one-line error naming those there are."""
-    from localspec.runtime.backend import device_handles
+    from localspec.runtime.build_info import device_handles
 
     handles = device_handles()
     if name not in handles:

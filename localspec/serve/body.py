@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from localspec.serve.errors import APIError, bad_request
+from localspec.serve.api_errors import APIError, bad_request
 
 MAX_BODY_BYTES = 32 << 20  # a full 128k-token conversation is ~1 MB of JSON
 MAX_BODY_SECONDS = 60.0  # 32 MiB at about 0.5 MiB/s; loopback clients send a body in milliseconds

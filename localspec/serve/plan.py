@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
+from localspec.errors import ConfigError
+from localspec.prompting import thinking as think
+from localspec.prompting.formats import ToolCallFormat
+from localspec.prompting.prompt import chat_prompt_tokens
+from localspec.serve.api_errors import bad_request
+from localspec.serve.schemas import ChatRequest
+from localspec.speculative.decoder import GenParams
+from localspec.speculative.grammar import JSON_OPTIONS, check_grammar, json_schema_grammar, tools_schema
 from localspec.turns import TurnRequest
 from localspec.turns.calls import call_grammar
-from localspec.chat.formats import ToolCallFormat
-from localspec.chat import reasoning as think
-from localspec.chat.prompt import chat_prompt_tokens
-from localspec.errors import ConfigError
-from localspec.serve.errors import bad_request
-from localspec.serve.schemas import ChatRequest
-from localspec.speculative.engine import GenParams
-from localspec.speculative.grammar import JSON_OPTIONS, check_grammar, json_schema_grammar, tools_schema
 
 # How the output is produced:
 #   free  - unconstrained text (no tools, or tool_choice "none")

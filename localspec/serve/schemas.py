@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from localspec.serve.errors import bad_request
+from localspec.serve.api_errors import bad_request
 from localspec.serve.values import json_text_problem, lone_surrogate
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function", "ipython")

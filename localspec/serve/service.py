@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import logging
 
-from localspec.chat.formats import ToolCallFormat
-from localspec.chat.prompt import tool_format
+from localspec.prompting.formats import ToolCallFormat
+from localspec.prompting.prompt import tool_format
 from localspec.runtime.compute_thread import ComputeThread
-from localspec.serve.errors import internal, overloaded, shutting_down
+from localspec.serve.api_errors import internal, overloaded, shutting_down
 from localspec.serve.generate import DoneEvent, Emit, ErrorEvent, run_plan
 from localspec.serve.metrics import Metrics
 from localspec.serve.plan import Plan, make_plan
 from localspec.serve.queue import Job, QueueFull, WorkQueue
 from localspec.serve.responses import now
 from localspec.serve.schemas import ChatRequest
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
 from localspec.turns import TurnEngine
 
 log = logging.getLogger("localspec.serve")
@@ -50,8 +50,8 @@ class ChatService:
         """The request's system prompt and tools, computed once and kept (runtime/prefixes.py): the next request
         with the same tools starts from them even after requests with other tools came in between, and so does
         the server after a restart."""
-        from localspec.chat import reasoning as think
-        from localspec.chat.prompt import stable_prefix
+        from localspec.prompting import thinking as think
+        from localspec.prompting.prompt import stable_prefix
 
         if not req.tools:
             return  # a prompt without tools is short: the cache's own reuse is enough

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from localspec.runtime.pair import LoadedPair
-from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel, PassPrices
-from localspec.speculative.engine import SpecEngine
+from localspec.speculative.decoder import SpecEngine
+from localspec.speculative.drafting import DraftingConfig
 from localspec.speculative.indexes.memory import SpanMemory
 from localspec.speculative.policy.hybrid import HybridDrafter
 from localspec.speculative.sources.copy import remember_call
@@ -25,7 +25,7 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
     engine built here, so it lasts as long as the engine does (every request `serve` answers); without one, a new
     memory is seeded from `history`'s persisted calls (earlier sessions). What the engine generates is remembered
     too (sources/recall.py), and kept in `generations` for the next process where the front end keeps them (the
-    conversation store: agent/history.py)."""
+    conversation store: agent/drafting_memory.py)."""
     names = set(drafting.drafters)
     model = None
     if drafting.uses_model and pair.draft_ctx is not None:

@@ -53,7 +53,7 @@ class DraftRequest:
 class Drafter(ABC):
     """What the engine drives: propose a draft, hear how much of it was accepted."""
 
-    name: str = "drafter"  # the origin its tokens report (speculative/registry.py lists them all)
+    name: str = "drafter"  # the origin its tokens report (speculative/names.py lists them all)
 
     @abstractmethod
     def propose(self, req: DraftRequest) -> Draft:

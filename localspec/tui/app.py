@@ -20,19 +20,19 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from localspec.errors import LocalspecError
-from localspec.models.config import load_config, set_config_value
-from localspec.models.resolve import Selection
+from localspec.models.selection import Selection
 from localspec.private_files import set_reporter
-from localspec.tui.shown import note
+from localspec.settings.config_toml import load_config, set_config_value
 from localspec.tools import ApprovalRequest, Decision
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.messages import ApprovalAsked, ApprovalWithdrawn, PairFailed, PairLoaded
-from localspec.tui.options import AppOptions
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.chat import ChatScreen
 from localspec.tui.screens.help import HelpScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
 from localspec.tui.session import ChatSession
+from localspec.tui.shown import note
 
 if TYPE_CHECKING:
     from localspec.tui.host import Host

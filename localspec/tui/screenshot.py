@@ -13,10 +13,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from localspec.tui.app import LocalspecApp
-from localspec.tui.options import AppOptions
-from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.launch.flags import RunFlags
+from localspec.tui.app import LocalspecApp
+from localspec.tui.launch_options import AppOptions
+from localspec.tui.widgets.prompt_input import PromptInput
 
 
 async def _shoot(app: LocalspecApp, prompt: str, origins: bool, out: Path, size: tuple[int, int],

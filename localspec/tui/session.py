@@ -12,23 +12,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from localspec.agent.history import StoredGenerations, call_history
+from localspec.agent.drafting_memory import StoredGenerations, call_history
 from localspec.errors import LocalspecError
-from localspec.models.config import Settings, load_config
-from localspec.models.resolve import Selection, resolve_selection
+from localspec.launch.resolve import resolve_selection
+from localspec.models.selection import Selection
 from localspec.runtime.compute_thread import ComputeThread
+from localspec.settings.config_toml import Settings, load_config
 from localspec.tools import Policy, Toolbox
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.livestats import SessionView, StatsView
-from localspec.tui.options import AppOptions
-from localspec.tui.turn import (Batcher, ReadingPrompt, ToolFinished, ToolStarted, TurnDone, TurnEvent, TurnFailed,
-                                TurnNotice)
+from localspec.tui.turn import (
+    Batcher,
+    ReadingPrompt,
+    ToolFinished,
+    ToolStarted,
+    TurnDone,
+    TurnEvent,
+    TurnFailed,
+    TurnNotice,
+)
 
 if TYPE_CHECKING:
     from localspec.agent import Agent
     from localspec.mcp import McpTools
     from localspec.remote.turns import RemoteTurns
     from localspec.runtime.pair import LoadedPair
-    from localspec.speculative.engine import SpecEngine
+    from localspec.speculative.decoder import SpecEngine
     from localspec.speculative.stats import Stats
 
 Post = Callable[[TurnEvent], object]  # what it returns is not used
@@ -113,7 +122,7 @@ class ChatSession:
 
     def remote_config(self):
         """The OpenAI-compatible server to use (--backend openai, or backend.kind in the settings), or None."""
-        from localspec.launch.remote import resolve_remote
+        from localspec.launch.backend_choice import resolve_remote
 
         return resolve_remote(self.options.flags, self.settings)
 
@@ -130,7 +139,7 @@ class ChatSession:
         resumed = self._resumed_selection() if f.pair is None and f.target is None else None
         if resumed is not None:
             return resumed
-        from localspec.launch.config import select
+        from localspec.launch.run_config import select
 
         return select(f, self.settings)
 
@@ -149,8 +158,8 @@ class ChatSession:
 
     def config(self, sel: Selection | None = None):
         """The RunConfig for a pair: the app's flags, config.toml and the pair's hints, resolved as every front end
-        resolves them (launch/config.py), with a core left free for the UI unless threads are set."""
-        from localspec.launch.config import resolve_config
+        resolves them (launch/run_config.py), with a core left free for the UI unless threads are set."""
+        from localspec.launch.run_config import resolve_config
 
         sel = sel or self._selection
         return resolve_config(self.options.flags, self.settings, selection=sel, interactive=True,
@@ -159,7 +168,7 @@ class ChatSession:
     def load(self, sel) -> PairInfo:
         """Load (or switch to) a pair, or connect to a remote server (a launch.remote.RemoteConfig). Slow for real
         models: call from a worker thread."""
-        from localspec.launch.remote import RemoteConfig
+        from localspec.launch.backend_choice import RemoteConfig
 
         if isinstance(sel, RemoteConfig):
             return self._load_remote(sel)
@@ -203,7 +212,7 @@ class ChatSession:
         """Pay one-off costs now, while the app says "loading", not in the middle of the first reply: the chat
         template's compilation and the grammar engine's tokenizer for this model (about 0.25 s for SmolLM2, spent
         in native code that holds the interpreter lock, so the UI would freeze for that long)."""
-        from localspec.chat.prompt import chat_prompt_tokens
+        from localspec.prompting.prompt import chat_prompt_tokens
         from localspec.speculative.grammar import GrammarConstraint, json_schema_grammar
 
         assert self._agent is not None  # made just before, in _load_local
@@ -415,7 +424,7 @@ class ChatSession:
         now), with this conversation's own temperature and token limit on top."""
         from dataclasses import replace
 
-        from localspec.launch.config import resolve_params
+        from localspec.launch.run_config import resolve_params
 
         if self._selection is not None and self._remote is None:
             params = self.config().params

@@ -2,7 +2,7 @@
 loop, the server and the bench.
 
 A turn is phases, each one engine generation:
-  reasoning  a reasoning model thinks first (chat/reasoning.py), freely, up to `</think>`: a model that mentions
+  reasoning  a reasoning model thinks first (prompting/thinking.py), freely, up to `</think>`: a model that mentions
              `<tool_call>` while thinking has not made a call. A model that answers without opening a block is
              answering: its first words become the start of the answer.
   text       free text until the format's call trigger (a stop string), which is never shown.
@@ -24,16 +24,23 @@ import time
 from dataclasses import replace
 from typing import Sequence
 
-from localspec.chat import reasoning as think
-from localspec.chat.prompt import tool_format
 from localspec.errors import ContextOverflowError
+from localspec.prompting import thinking as think
+from localspec.prompting.prompt import tool_format
+from localspec.speculative.decoder import GenParams, SpecEngine
 from localspec.speculative.detok import whole_chars
-from localspec.speculative.engine import GenParams, SpecEngine
 from localspec.speculative.grammar import WRAP_UP, GrammarConstraint
-from localspec.speculative.registry import TARGET
+from localspec.speculative.names import TARGET
 from localspec.speculative.stats import Stats
-from localspec.turns.calls import (CallStart, call_grammar, constrainable, cut_at_trigger, is_call, list_form,
-                                   parse_calls)
+from localspec.turns.calls import (
+    CallStart,
+    call_grammar,
+    constrainable,
+    cut_at_trigger,
+    is_call,
+    list_form,
+    parse_calls,
+)
 from localspec.turns.events import CALL, JSON, REASONING, TEXT, Delta, Emit, PromptRead, ReasoningWritten
 from localspec.turns.request import TurnRequest
 from localspec.turns.result import TurnResult

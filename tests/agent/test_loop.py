@@ -10,13 +10,12 @@ import threading
 import pytest
 from pydantic import ValidationError
 
-from localspec.agent import (Agent, Done, MessageAdded, Notice, StepStats, TextDelta, ToolCallFinished,
-                             ToolCallStarted)
+from localspec.agent import Agent, Done, MessageAdded, Notice, StepStats, TextDelta, ToolCallFinished, ToolCallStarted
 from localspec.errors import ConfigError
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
 from localspec.speculative.sampling import SamplingParams
 from localspec.tools import Toolbox
 from localspec.tools.args import ReadFileArgs
@@ -244,7 +243,7 @@ def test_constrained_arguments_always_match_the_schema(tiny_engine, workspace):
 def test_formats_without_json_bodies_are_generated_freely_and_parsed(tiny_engine, workspace):
     """Gemma-style call bodies are not JSON, so no grammar applies: the turn starts with the call prefix and the
     format's parser reads the result; nonsense is reported as a notice, never run."""
-    from localspec.chat.formats import GEMMA_TOOL_CODE
+    from localspec.prompting.formats import GEMMA_TOOL_CODE
 
     events = []
     agent = _agent(tiny_engine, workspace, max_steps=1, tools=TOOLS, call_format=GEMMA_TOOL_CODE,

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from localspec.agent import (Agent, ApprovalDecided, ApprovalNeeded, StepStats, TextDelta, ToolCallFinished,
-                             ToolCallStarted)
+from localspec.agent import (
+    Agent,
+    ApprovalDecided,
+    ApprovalNeeded,
+    StepStats,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
 from localspec.tools import Toolbox
 
 pytestmark = pytest.mark.slow

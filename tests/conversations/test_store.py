@@ -13,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from localspec.conversations import (ConversationError, ConversationStore, available_path, default_db_path, export,
-                                     open_store, render, title_from)
+from localspec.conversations import (
+    ConversationError,
+    ConversationStore,
+    available_path,
+    default_db_path,
+    export,
+    open_store,
+    render,
+    title_from,
+)
 from localspec.conversations.exports import ExportExists
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,8 +209,8 @@ def test_recorder_saves_each_message_of_a_real_agent_run(tiny_target, tmp_path):
     from localspec.runtime.context import ContextSettings
     from localspec.runtime.pair import load_pair
     from localspec.speculative.builder import build_engine
-    from localspec.speculative.config import TARGET_ONLY
-    from localspec.speculative.engine import GenParams
+    from localspec.speculative.decoder import GenParams
+    from localspec.speculative.drafting import TARGET_ONLY
     from localspec.tools import Policy, Toolbox
 
     ws = tmp_path / "ws"

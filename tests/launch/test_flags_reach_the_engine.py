@@ -1,5 +1,5 @@
 """Every model, drafting and sampling flag reaches the engine in every front end: `run`, `run --tools`, `serve`, the
-app and `bench` each parse it, resolve it once (launch/config.py) and open the pair and engine with it
+app and `bench` each parse it, resolve it once (launch/run_config.py) and open the pair and engine with it
 (launch/open.py). The test runs each front end for real on the tiny pair and looks at what it built: the loaded
 models and contexts, the drafter, and the parameters the first generation ran with."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from localspec.runtime.llama import lib
 from localspec.speculative import builder
-from localspec.speculative.engine import SpecEngine
+from localspec.speculative.decoder import SpecEngine
 from localspec.speculative.policy.hybrid import HybridDrafter
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" \
@@ -95,7 +95,7 @@ def _front_end(name: str, target: Path, draft: Path, flags: list[str], tmp_path:
                   *pair_args, *flags])
     elif name == "serve":
         services = []
-        monkeypatch.setattr("localspec.serve.runner.serve_forever", lambda app, host, port: None)
+        monkeypatch.setattr("localspec.serve.server.serve_forever", lambda app, host, port: None)
         import localspec.serve.service as service_mod
 
         real_init = service_mod.ChatService.__init__

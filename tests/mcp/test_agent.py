@@ -17,8 +17,8 @@ from localspec.agent import Agent, TextDelta
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
-from localspec.speculative.config import DraftingConfig
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
+from localspec.speculative.drafting import DraftingConfig
 from localspec.speculative.sources.past_calls import CallHistory
 from localspec.tools import Decision, Policy, Toolbox
 from tests.mcp.conftest import stdio_server, write_mcp_config

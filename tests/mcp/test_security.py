@@ -18,7 +18,7 @@ import pytest
 
 from localspec.errors import ConfigError
 from localspec.mcp import attach_servers, procs
-from localspec.mcp.config import load_mcp_config, parse_servers
+from localspec.mcp.servers_file import load_mcp_config, parse_servers
 from localspec.tools import Decision, Policy, Toolbox
 from tests.mcp.conftest import Recorder, stdio_server, write_mcp_config
 

@@ -11,7 +11,7 @@ import pytest
 
 from localspec.launch.flags import RunFlags
 from localspec.tui.app import LocalspecApp
-from localspec.tui.options import AppOptions
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.tools import ToolsScreen
 from localspec.tui.widgets.toolcard import ToolCard

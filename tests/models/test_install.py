@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from localspec.errors import DownloadError, IncompatibleDraftError, ModelFileError
+from localspec.launch.resolve import resolve_models, resolve_selection
 from localspec.models import hub as hubmod
 from localspec.models.install import add_pair, pull_file, pull_pair, remove
 from localspec.models.paths import get_paths
-from tests.hub_server import run_cli as run
 from localspec.models.registry import load_registry
-from localspec.models.resolve import resolve_models, resolve_selection
 from tests.hub_server import DRAFT_FILE, DRAFT_REPO, TARGET_FILE, TARGET_REPO, catalog_toml
+from tests.hub_server import run_cli as run
 
 BIG_REPO, BIG_FILE = "test-org/big-GGUF", "big.gguf"
 MB = 1 << 20
@@ -256,7 +256,7 @@ def test_rm_pair_deletes_downloads_but_keeps_shared_files(tiny_hub, tiny_pair_pa
 
 
 def test_no_model_message_names_the_default_pair_and_size(home, monkeypatch):
-    import localspec.models.resolve as resolve
+    import localspec.launch.resolve as resolve
 
     monkeypatch.setattr(resolve, "demo_model_path", lambda: None)
     with pytest.raises(ModelFileError, match=r"^no model: run `localspec pull qwen3-1.7b` \(2,474 MB\)$"):

@@ -145,8 +145,8 @@ def test_serve_answers_its_clients_through_llama_server(llama_server, tmp_path):
 @pytest.mark.anyio
 async def test_the_app_connects_and_shows_what_the_server_reports(llama_server, tmp_path, monkeypatch):
     from localspec.tui.app import LocalspecApp
-    from localspec.tui.options import AppOptions
-    from localspec.tui.widgets.stats import StatsPanel
+    from localspec.tui.launch_options import AppOptions
+    from localspec.tui.widgets.stats_panel import StatsPanel
     from tests.tui_helpers import wait_for
 
     home = tmp_path / "home"

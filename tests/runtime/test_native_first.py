@@ -29,7 +29,7 @@ def _first(order: list[str], pattern: str) -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads glibc's LD_DEBUG trace")
 @pytest.mark.parametrize("code", [
-    "import localspec.speculative.engine",  # numpy at the top of the engine, llama.cpp below it
+    "import localspec.speculative.decoder",  # numpy at the top of the engine, llama.cpp below it
     "import localspec, numpy",  # anything importing numpy after localspec
     "import localspec.cli as c; c.build_parser()",  # the command line's own imports
     "from localspec.runtime.context import Context",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from localspec.errors import IncompatibleDraftError, ModelFileError
-from localspec.runtime.backend import backend_info
+from localspec.runtime.build_info import backend_info
 from localspec.runtime.compat import check_draft_compat
 from localspec.runtime.context import Context, ContextSettings
 from localspec.runtime.model import Model, ModelSettings

@@ -15,10 +15,10 @@ from tests.serve_helpers import API_KEY, TOOLS, running_server
 
 httpx = pytest.importorskip("httpx")
 
-from localspec.chat.prompt import chat_prompt_tokens, render_prompt  # noqa: E402
+from localspec.prompting.prompt import chat_prompt_tokens, render_prompt  # noqa: E402
 from localspec.remote.prom import parse_prometheus, total  # noqa: E402
-from localspec.serve.guard import is_loopback_host, is_loopback_origin  # noqa: E402
 from localspec.runtime.tinymodel import IM_START  # noqa: E402
+from localspec.serve.guard import is_loopback_host, is_loopback_origin  # noqa: E402
 
 HELLO = [{"role": "user", "content": "hello"}]
 

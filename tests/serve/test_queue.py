@@ -7,7 +7,7 @@ import threading
 
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
-from localspec.serve.errors import APIError
+from localspec.serve.api_errors import APIError
 from localspec.serve.generate import ErrorEvent
 from localspec.serve.queue import WorkQueue
 from localspec.serve.schemas import parse_chat_request

@@ -9,7 +9,7 @@ import pytest
 from localspec.errors import ConfigError
 from localspec.runtime.context import Context, ContextSettings
 from localspec.runtime.model import Model
-from localspec.speculative.engine import GenParams, SpecEngine
+from localspec.speculative.decoder import GenParams, SpecEngine
 from localspec.speculative.grammar import GrammarConstraint, check_grammar, json_schema_grammar, tool_call_grammar
 
 TOOLS = [
@@ -134,7 +134,7 @@ def test_wrap_up_closes_a_looping_call_before_max_tokens(tiny_target):
     speculative decoding makes the same picks as plain decoding."""
     from localspec.runtime.pair import load_pair
     from localspec.speculative.builder import build_engine
-    from localspec.speculative.config import DraftingConfig
+    from localspec.speculative.drafting import DraftingConfig
 
     tools = [{"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
         "label": {"type": "string"}, "items": {"type": "array", "items": {"type": "string"}}},
@@ -200,7 +200,7 @@ def test_rows_picked_on_the_device_fall_back_to_whole_rows_the_grammar_needs(smo
     is token for token what constrained decoding on whole rows writes, target-only and speculative alike."""
     from localspec.runtime.pair import load_pair
     from localspec.speculative.builder import build_engine
-    from localspec.speculative.config import DraftingConfig
+    from localspec.speculative.drafting import DraftingConfig
 
     pair = load_pair(smollm2_f16, ctx=ContextSettings(n_ctx=1024, device_picks="on"))
     m = pair.target

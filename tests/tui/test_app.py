@@ -12,18 +12,29 @@ import threading
 
 import pytest
 
-from localspec.tui.app import LocalspecApp
-from localspec.tui.options import AppOptions
 from localspec.launch.flags import RunFlags
+from localspec.tui.app import LocalspecApp
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
-from localspec.tui.widgets.stats import StatsPanel
+from localspec.tui.widgets.stats_panel import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
-
 from tests.hub_server import catalog_toml
-from tests.tui_helpers import (GREEDY, MODEL_ONLY, SIZE, StallMonitor, assert_no_stall, make_app, messages, plain, ready,
-                               send, wait_for, write_config)
+from tests.tui_helpers import (
+    GREEDY,
+    MODEL_ONLY,
+    SIZE,
+    StallMonitor,
+    assert_no_stall,
+    make_app,
+    messages,
+    plain,
+    ready,
+    send,
+    wait_for,
+    write_config,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from localspec.tui.widgets.message import ChatMessage
-from localspec.tui.widgets.stats import StatsPanel
+from localspec.tui.widgets.stats_panel import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
 from tests.hub_server import home  # noqa: F401  (fixture)
 from tests.tui_helpers import GREEDY, make_app, messages, plain, ready, wait_for, write_config

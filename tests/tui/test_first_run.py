@@ -8,11 +8,11 @@ import socket
 
 import pytest
 
-from localspec.models.config import load_config
-from localspec.models.resolve import DEMO, demo_model_path
-from localspec.tui.app import LocalspecApp
-from localspec.tui.options import AppOptions
 from localspec.launch.flags import RunFlags
+from localspec.models.selection import DEMO, demo_model_path
+from localspec.settings.config_toml import load_config
+from localspec.tui.app import LocalspecApp
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.screens.models import ModelsScreen
 from tests.tui_helpers import SIZE, plain, wait_for
 

@@ -9,7 +9,7 @@ from textual import events
 from localspec.tui.screens.help import HelpScreen
 from localspec.tui.screens.settings import SettingsScreen
 from localspec.tui.widgets.prompt_input import PromptInput
-from localspec.tui.widgets.stats import StatsPanel
+from localspec.tui.widgets.stats_panel import StatsPanel
 from tests.tui_helpers import GREEDY, SIZE, make_app, messages, plain, ready, send, wait_for, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # the app driven end to end (Pilot, real llama.cpp)
@@ -207,10 +207,10 @@ async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair,
 
 
 async def test_the_chat_warns_when_chatml_stands_in(workspace, home, tmp_path):
-    from localspec.tui.app import LocalspecApp
-    from localspec.tui.options import AppOptions
     from localspec.launch.flags import RunFlags
     from localspec.runtime.tinymodel import write_tiny_llama
+    from localspec.tui.app import LocalspecApp
+    from localspec.tui.launch_options import AppOptions
 
     bare = write_tiny_llama(tmp_path / "bare.gguf", n_ctx_train=8192, chat_template=None)
     app = LocalspecApp(AppOptions(flags=RunFlags(target=str(bare), max_tokens=5, ctx_size=8192), workspace=workspace, record=False))

@@ -89,7 +89,7 @@ def test_slow_hint_when_drafting_measurably_cost():
 def test_nothing_drafted_is_one_and_no_data_is_a_dash():
     """Issue 28: 1.00x when nothing is drafted (target-only, or drafters that found nothing), "–" (not 0.00x, not
     0%) until there is data, for the estimate and for 0/0 acceptance alike."""
-    from localspec.tui.widgets.stats import turn_table
+    from localspec.tui.widgets.stats_panel import turn_table
 
     plain = Stats(generated_tokens=40, target_passes=40, verify_s=0.5, decode_s=0.45, wall_s=0.6, prefill_s=0.05)
     assert plain.estimated_speedup == 1.0 and plain.to_dict()["estimated_speedup"] == 1.0
@@ -112,7 +112,7 @@ def test_switched_off_reasons_reach_the_cli_summary_and_the_panel():
     assert f"model drafter switched off: {why}" in s.summary()
     v = StatsView.of(s)
     assert v.switched_off == {"model": why} and "off: model" in summary_line(v)
-    from localspec.tui.widgets.stats import switched_off_text
+    from localspec.tui.widgets.stats_panel import switched_off_text
 
     assert why in switched_off_text(v)
     assert switched_off_text(view()) is None
@@ -128,7 +128,7 @@ def test_summary_line_holds_the_main_figures():
 
 def test_help_defines_every_figure_on_the_panel():
     from localspec.tui.screens.help import FIGURES, KEYS, help_markdown
-    from localspec.tui.widgets.stats import totals_table, turn_table
+    from localspec.tui.widgets.stats_panel import totals_table, turn_table
 
     defined = {name for name, _ in FIGURES}
     labels = set()
@@ -148,12 +148,12 @@ def test_help_defines_every_figure_on_the_panel():
 def test_passes_counted_by_a_real_engine(smollm2, drafters):
     """A reply that ends by itself: the last pass, which only finds the end, is not a pass; target-only decoding is
     exactly 1.00 tokens per pass, speculation never below 1 (SmolLM2-135M on llama.cpp)."""
-    from localspec.chat.prompt import chat_prompt_tokens
+    from localspec.prompting.prompt import chat_prompt_tokens
     from localspec.runtime.context import ContextSettings
     from localspec.runtime.pair import load_pair
     from localspec.speculative.builder import build_engine
-    from localspec.speculative.config import DraftingConfig
-    from localspec.speculative.engine import GenParams
+    from localspec.speculative.decoder import GenParams
+    from localspec.speculative.drafting import DraftingConfig
 
     pair = load_pair(smollm2, ctx=ContextSettings(n_ctx=1024))
     try:

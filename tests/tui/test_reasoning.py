@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from localspec.tui.app import LocalspecApp
-from localspec.tui.options import AppOptions
 from localspec.launch.flags import RunFlags
+from localspec.tui.app import LocalspecApp
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.widgets.reasoning import ReasoningBlock, reasoning_title
 from tests.scripted_gguf import QWEN3_ANSWER, write_scripted_gguf
 from tests.tui_helpers import messages, ready, send, wait_for, write_config

@@ -12,7 +12,7 @@ from tests.hub_server import home  # noqa: F401  (fixture: an empty LOCALSPEC_HO
 def test_loads_and_turns_asked_from_different_threads_run_on_one(home, tiny_target, tmp_path, monkeypatch):  # noqa: F811
     import localspec.launch.open as launch_open
     from localspec.launch.flags import RunFlags
-    from localspec.tui.options import AppOptions
+    from localspec.tui.launch_options import AppOptions
     from localspec.tui.session import ChatSession
 
     real_open, loaded_on = launch_open.open_engine, []

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from localspec.conversations import ConversationStore
-from localspec.tui.options import AppOptions
 from localspec.launch.flags import RunFlags
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.screens.export import ExportScreen
 from localspec.tui.screens.sessions import ConfirmScreen, RenameScreen, SessionsScreen
 from localspec.tui.widgets.reasoning import ReasoningBlock
-from localspec.tui.widgets.stats import StatsPanel
+from localspec.tui.widgets.stats_panel import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
 from tests.tui_helpers import GREEDY, SIZE, make_app, messages, ready, send, wait_for, write_config
 

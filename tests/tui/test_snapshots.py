@@ -15,12 +15,12 @@ from localspec.launch.flags import RunFlags
 from localspec.tools import ApprovalRequest
 from localspec.tools.safety.danger import Danger
 from localspec.tui.app import LocalspecApp
+from localspec.tui.launch_options import AppOptions
 from localspec.tui.livestats import SessionView, StatsView
-from localspec.tui.options import AppOptions
 from localspec.tui.screens.approval import ApprovalScreen
 from localspec.tui.screens.models import ModelsScreen
 from localspec.tui.screens.settings import SettingsScreen
-from localspec.tui.widgets.stats import StatsPanel
+from localspec.tui.widgets.stats_panel import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
 from tests.hub_server import catalog_toml
 from tests.tui_helpers import wait_for

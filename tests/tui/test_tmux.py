@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from localspec.models.resolve import demo_model_path
+from localspec.models.selection import demo_model_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -113,7 +113,7 @@ def test_relay_turns_agent_events_into_ui_events(tiny_pair_paths, tmp_path):
 def test_settings_form_field_types():
     from typing import Literal
 
-    from localspec.models.config import config_keys
+    from localspec.settings.config_toml import config_keys
     from localspec.tui.screens.settings import _unwrap, field_annotation, widget_id
 
     assert _unwrap(field_annotation("drafters.schema")) == (bool, False)
@@ -189,7 +189,7 @@ def test_approver_answers_deny_when_the_turn_is_cancelled(tmp_path):
     from localspec.tools import ApprovalRequest, Decision
     from localspec.tools.safety.danger import Danger
     from localspec.tui.app import LocalspecApp
-    from localspec.tui.options import AppOptions
+    from localspec.tui.launch_options import AppOptions
 
     app = LocalspecApp(AppOptions(workspace=tmp_path, record=False))
     app.turn_cancel = threading.Event()
@@ -199,7 +199,7 @@ def test_approver_answers_deny_when_the_turn_is_cancelled(tmp_path):
 
 
 def test_every_origin_in_the_registry_has_a_colour_and_a_label():
-    from localspec.speculative.registry import ORIGINS
+    from localspec.speculative.names import ORIGINS
     from localspec.tui.origins import COLOURS, LABELS, legend
 
     assert set(ORIGINS) <= set(COLOURS) and set(ORIGINS) <= set(LABELS)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from localspec.turns.calls import call_grammar, cut_at_trigger, new_call_id, parse_constrained
-from localspec.chat.formats import GENERIC, LLAMA3_JSON, MISTRAL
+from localspec.prompting.formats import GENERIC, LLAMA3_JSON, MISTRAL
 from localspec.runtime.model import Model
 from localspec.speculative.grammar import GrammarConstraint
 from localspec.tools import Toolbox
+from localspec.turns.calls import call_grammar, cut_at_trigger, new_call_id, parse_constrained
 
 
 @pytest.fixture(scope="module")

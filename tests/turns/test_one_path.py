@@ -11,17 +11,17 @@ import pytest
 from localspec.agent import Agent, StepStats
 from localspec.bench.runner import ConfigRun, case_messages
 from localspec.bench.suite import Case
-from localspec.launch.config import resolve_config
 from localspec.launch.flags import RunFlags
+from localspec.launch.run_config import resolve_config
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
-from localspec.serve.app import create_app
-from localspec.serve.runner import start_in_thread
+from localspec.serve.http_app import create_app
+from localspec.serve.server import start_in_thread
 from localspec.serve.service import ChatService
 from localspec.speculative.builder import build_engine
-from localspec.speculative.config import DraftingConfig
 from localspec.speculative.costs import CostModel
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
+from localspec.speculative.drafting import DraftingConfig
 from localspec.speculative.sampling import SamplingParams
 from localspec.speculative.sources.past_calls import CallHistory
 from localspec.tools import Policy, Toolbox

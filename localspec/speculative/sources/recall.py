@@ -6,7 +6,7 @@ new request replaced the context that held it). This source keeps every finished
 prompt it continued, in a SuffixIndex (indexes/suffixes.py), and drafts from it from the reply's first token on:
 the context's tail, the prompt's last tokens, finds the place where the earlier reply started. llama-server's
 `--spec-type ngram-mod` keeps a similar table across requests. Where a front end records its conversations, a
-GenerationLog keeps the generations with them (the conversation store: agent/history.py), so the next process
+GenerationLog keeps the generations with them (the conversation store: agent/drafting_memory.py), so the next process
 starts with them: as text (any model can read them back) and as the tokens of the model that wrote them, tagged
 with its vocabulary, so the same model reads them back without tokenising (a megabyte of text takes seconds to
 tokenise on a busy 2-core machine). What records nothing (`serve`, a plain `run`) remembers for its own life only.
@@ -29,7 +29,7 @@ RETOKENIZE_BYTES = 64 << 10  # text of another vocabulary's generations tokenise
 
 
 class GenerationLog(Protocol):
-    """Where finished generations are kept for the next process (agent/history.py: the conversation store)."""
+    """Where finished generations are kept for the next process (agent/drafting_memory.py: the conversation store)."""
 
     def read(self) -> list[dict]:
         """The kept generations, oldest first: {"prompt", "output"} and, where kept, "vocab" and "tokens"."""

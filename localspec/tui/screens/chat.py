@@ -11,7 +11,6 @@ the keys that matter most, so F1, F2, F3 and Ctrl+Q stay visible at 80 columns; 
 from __future__ import annotations
 
 import threading
-
 from pathlib import Path
 from typing import Sequence
 
@@ -25,18 +24,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from localspec.tui.host import host
-from localspec.tui.replay import CANCELLED
 from localspec.tui.livestats import StatsView, summary_line
 from localspec.tui.messages import TurnUpdate
-from localspec.tui.turn import (ReadingPrompt, TextChunk, ToolFinished, ToolStarted, TurnDone, TurnFailed,
-                                TurnNotice)
+from localspec.tui.replay import CANCELLED
+from localspec.tui.shown import line, note
+from localspec.tui.turn import ReadingPrompt, TextChunk, ToolFinished, ToolStarted, TurnDone, TurnFailed, TurnNotice
 from localspec.tui.widgets.message import ChatMessage
 from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.tui.widgets.reasoning import ReasoningBlock
-from localspec.tui.widgets.stats import StatsPanel
+from localspec.tui.widgets.stats_panel import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
-from localspec.tui.shown import line, note
-
 
 WIDE_COLUMNS = 100  # narrower: the panel folds into one line and the footer keeps only the main keys
 PROMPT_PLACEHOLDER = "Message · Enter sends · Ctrl+J new line · ↑ edits · /tool NAME forces a tool · F1 help"

@@ -4,7 +4,7 @@ Downloads run in a worker thread (models.install.pull_pair) and report through P
 cancel event, the download stops between chunks and keeps its partial file for the next attempt. How a download
 ended stays on the screen (the screen is kept while the app runs): a failure shows its reason and that p retries.
 
-The packaged demo model is the pair "demo" (models.resolve): usable and settable as the default like any other.
+The packaged demo model is the pair "demo" (models/selection.py): usable and settable as the default like any other.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from localspec.models.catalog import format_mb, load_catalog
 from localspec.models.install import pair_state, pull_pair
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
-from localspec.models.resolve import DEMO, DEMO_DESCRIPTION, demo_model_path, demo_selection
+from localspec.models.selection import DEMO, DEMO_DESCRIPTION, demo_model_path, demo_selection
 from localspec.tui.host import host
 from localspec.tui.messages import PullFinished, PullProgress
 from localspec.tui.shown import line, note, prose

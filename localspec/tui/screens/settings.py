@@ -20,11 +20,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Select, Static, Switch, TextArea
 
 from localspec.errors import LocalspecError
-from localspec.tui.screens.chat import short_path
-from localspec.models.config import TABLES, Settings, config_keys, load_config, save_config
-from localspec.speculative import registry
+from localspec.settings.config_toml import TABLES, Settings, config_keys, load_config, save_config
+from localspec.speculative import names as registry
 from localspec.terminal import display_text, safe_text
 from localspec.tui.host import host
+from localspec.tui.screens.chat import short_path
 from localspec.tui.shown import line, note
 
 HELP = {
@@ -152,7 +152,7 @@ class SettingsScreen(Screen):
         yield Footer()
 
     def _path(self):
-        from localspec.models.config import config_path
+        from localspec.settings.config_toml import config_path
 
         return host(self).session.options.config_path or config_path()
 

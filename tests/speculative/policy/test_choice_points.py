@@ -2,7 +2,7 @@
 the request's words), where a value ends (closers that fit the grammar's string state), and how learned rates
 recover."""
 
-from localspec.chat.prompt import chat_prompt_tokens
+from localspec.prompting.prompt import chat_prompt_tokens
 from localspec.runtime.model import Model
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import Draft, DraftRequest

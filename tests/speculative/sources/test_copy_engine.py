@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-from localspec.chat.prompt import chat_prompt_tokens
+from localspec.prompting.prompt import chat_prompt_tokens
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
-from localspec.speculative.config import TARGET_ONLY, DraftingConfig
 from localspec.speculative.costs import CostModel
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
+from localspec.speculative.drafting import TARGET_ONLY, DraftingConfig
 from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
 from localspec.speculative.sources.copy import escape
 from localspec.speculative.sources.past_calls import CallHistory

@@ -9,9 +9,9 @@ import pytest
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
-from localspec.speculative.config import TARGET_ONLY, DraftingConfig
+from localspec.speculative.decoder import GenParams
 from localspec.speculative.draft import DraftRequest
-from localspec.speculative.engine import GenParams
+from localspec.speculative.drafting import TARGET_ONLY, DraftingConfig
 from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
 from localspec.speculative.indexes.prefix import common_prefix
 from localspec.speculative.sampling import SamplingParams
@@ -84,7 +84,7 @@ def test_history_drafter_proposes_from_earlier_calls_and_reports_new_ones():
     kept = []
     h = HistoryDrafter(tok, CallHistory(on_add=lambda text, tool: kept.append((tool, text))))
     h.add_call_tokens(tok('{"name": "read_file", "path": "a"}'), '{"name": "read_file", "path": "a"}', "read_file")
-    assert kept == [("read_file", '{"name": "read_file", "path": "a"}')]  # the caller keeps it (agent/history.py)
+    assert kept == [("read_file", '{"name": "read_file", "path": "a"}')]  # the caller keeps it (agent/drafting_memory.py)
     again = HistoryDrafter(tok, CallHistory([text for _, text in kept]))  # a new session starts from the kept calls
     ctx = tok('xx {"name": "read_')
     draft = again.propose(DraftRequest(ctx, 6, SamplingParams()))
@@ -102,7 +102,7 @@ def _constrained(engine, model, prompt, tools, n=160):
 def test_hybrid_is_exact_under_grammar_smollm2_f16(smollm2_f16, smollm2, drafters):
     """F16 target: every drafting mix gives exactly the constrained target-only output."""
     pair = load_pair(smollm2_f16, smollm2, ctx=ContextSettings(n_ctx=2048))
-    from localspec.chat.prompt import chat_prompt_tokens
+    from localspec.prompting.prompt import chat_prompt_tokens
 
     base = build_engine(pair, TARGET_ONLY)
     spec = build_engine(pair, DraftingConfig(drafters=tuple(drafters), draft_p_min=0.3))
@@ -171,7 +171,7 @@ def test_hybrid_marks_grammar_forced_tokens_inside_copied_spans(smollm2):
 def test_forced_end_of_call_needs_no_verify_pass(smollm2_f16):
     """Tokens forced all the way to the grammar's end are emitted without decoding them: the cache stops before
     them, and the next turn's prefill evaluates them with its prompt."""
-    from localspec.chat.prompt import chat_prompt_tokens
+    from localspec.prompting.prompt import chat_prompt_tokens
 
     pair = load_pair(smollm2_f16, ctx=ContextSettings(n_ctx=2048))
     m = pair.target

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from localspec.agent.history import StoredGenerations
+from localspec.agent.drafting_memory import StoredGenerations
 from localspec.conversations import ConversationStore
 from localspec.speculative.indexes.suffixes import KEY, MAX_MATCH, SuffixIndex
 from localspec.speculative.sources.recall import PROMPT_TAIL, STRONG_MATCH, GenerationMemory, RecallDrafter
@@ -63,7 +63,7 @@ def test_a_sequence_added_twice_is_held_once_and_the_oldest_half_goes_when_full(
 
 @pytest.fixture
 def log(tmp_path):
-    """Where recall keeps generations for the next process: the conversation store (agent/history.py)."""
+    """Where recall keeps generations for the next process: the conversation store (agent/drafting_memory.py)."""
     with ConversationStore(tmp_path / "conversations.sqlite3") as store:
         cid = store.create()
         yield StoredGenerations(store, lambda: cid)

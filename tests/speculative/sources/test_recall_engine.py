@@ -4,15 +4,15 @@ the output stays exactly that of target-only decoding (F16 target)."""
 
 from __future__ import annotations
 
-from localspec.agent.history import StoredGenerations, call_history
-from localspec.chat.prompt import chat_prompt_tokens
+from localspec.agent.drafting_memory import StoredGenerations, call_history
 from localspec.conversations import ConversationStore
+from localspec.prompting.prompt import chat_prompt_tokens
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
-from localspec.speculative.config import TARGET_ONLY, DraftingConfig
 from localspec.speculative.costs import CostModel
-from localspec.speculative.engine import GenParams
+from localspec.speculative.decoder import GenParams
+from localspec.speculative.drafting import TARGET_ONLY, DraftingConfig
 
 DEFAULT = DraftingConfig(drafters=("model", "schema", "history", "ngram"))  # config.toml's defaults
 

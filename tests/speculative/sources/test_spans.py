@@ -1,6 +1,6 @@
 """Argument values proposed from the request's spans, on SmolLM2's real tokenizer and a real grammar."""
 
-from localspec.chat.prompt import chat_prompt_tokens
+from localspec.prompting.prompt import chat_prompt_tokens
 from localspec.runtime.model import Model
 from localspec.speculative.grammar import GrammarConstraint, tool_call_grammar
 from localspec.speculative.sources.spans import SpanDrafter, request_spans

@@ -243,7 +243,7 @@ def test_env_allow_lets_named_secrets_through(tmp_path, monkeypatch):
 
 
 def test_env_allow_comes_from_config(tmp_path, monkeypatch):
-    from localspec.models.config import load_config, set_config_value
+    from localspec.settings.config_toml import load_config, set_config_value
 
     path = tmp_path / "config.toml"
     set_config_value("tools.env_allow", "HF_TOKEN, GH_*", path)

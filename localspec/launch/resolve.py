@@ -1,0 +1,65 @@
+"""Which model files a command runs on: explicit paths, a named pair, the configured default, or the demo model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from localspec.errors import ConfigError, ModelFileError
+from localspec.models.catalog import DEMO, Catalog, load_catalog
+from localspec.models.install import check_gguf, pair_state
+from localspec.models.paths import Paths, get_paths
+from localspec.models.registry import load_registry
+from localspec.models.selection import Selection, demo_model_path, demo_selection
+from localspec.settings.config_toml import Settings, load_config
+
+
+def _missing(name: str, catalog: Catalog, offline: bool) -> ModelFileError:
+    if offline:
+        return ModelFileError(f"offline and pair '{name}' is not downloaded: run {catalog.pull_hint(name)} "
+                              "when online")
+    return ModelFileError(f"pair '{name}' is not downloaded: run {catalog.pull_hint(name)}")
+
+
+def resolve_selection(pair: str | None = None, target: str | Path | None = None, draft: str | Path | None = None,
+                      offline: bool = False, *, settings: Settings | None = None, catalog: Catalog | None = None,
+                      paths: Paths | None = None, allow_demo: bool = True) -> Selection:
+    """Never downloads. Order: --target/--draft paths; --pair or config default_pair (must be installed);
+    else the first installed catalog pair (default first), else the first `add`ed pair, else the demo model.
+    Raises ModelFileError "no model: run `localspec pull <default>` (NNN MB)" when there is nothing at all."""
+    paths = paths or get_paths()
+    catalog = catalog or load_catalog()
+    d = check_gguf(draft) if draft is not None else None
+    if target is not None:
+        if pair is not None:
+            raise ConfigError("give a pair or a target file, not both")
+        return Selection(check_gguf(target), d, None, False)
+
+    registry = load_registry(paths.registry_file)
+    name = pair or (settings or load_config()).default_pair
+    if name == DEMO and DEMO not in registry.pairs:
+        return demo_selection(d)
+    if name is None:
+        order = [catalog.default] + [n for n in catalog.pairs if n != catalog.default]
+        name = next((n for n in order if pair_state(catalog.pairs[n], registry) == "installed"), None)
+        name = name or next(iter(registry.pairs), None)
+        if name is None:
+            if not allow_demo or demo_model_path() is None:
+                raise ModelFileError(f"no model: run {catalog.pull_hint()}")
+            return demo_selection(d)
+
+    if name in registry.pairs:
+        up = registry.pairs[name]
+        return Selection(check_gguf(up.target), d or (check_gguf(up.draft) if up.draft else None), name, False)
+    cat = catalog.get(name)
+    t = registry.usable(cat.target.repo, cat.target.file)
+    dr = registry.usable(cat.draft.repo, cat.draft.file)
+    if t is None or dr is None:
+        raise _missing(name, catalog, offline)
+    return Selection(Path(t.path), d or Path(dr.path), name, False, cat.hints)
+
+
+def resolve_models(pair: str | None, target: str | Path | None, draft: str | Path | None,
+                   offline: bool) -> tuple[Path, Path | None]:
+    """(target_path, draft_path or None) for a command that needs a model; see resolve_selection."""
+    sel = resolve_selection(pair, target, draft, offline)
+    return sel.target, sel.draft
