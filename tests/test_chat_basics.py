@@ -217,7 +217,7 @@ def test_a_run_conversation_resumed_in_the_app_keeps_its_pair(home, tmp_path):  
 def test_serve_names_the_demo_model_demo(home):  # noqa: F811
     """On a fresh install `serve` runs the demo: clients see the model as "demo", the name `models` shows."""
     from localspec.cli import build_parser
-    from localspec.commands.helpers import config_from_args
+    from localspec.commands.shared_flags import config_from_args
     from localspec.models.selection import demo_model_path
 
     if demo_model_path() is None:

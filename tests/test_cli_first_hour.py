@@ -65,7 +65,7 @@ def test_demo_is_a_reserved_pair_name(home, tiny_pair_paths, capsys):
 def run_config(*argv: str):
     """What `localspec run hi ARGV` resolves to (the same resolution as every front end's)."""
     from localspec.cli import build_parser
-    from localspec.commands.helpers import config_from_args
+    from localspec.commands.shared_flags import config_from_args
 
     return config_from_args(build_parser().parse_args(["run", "hi", *argv]))
 

@@ -88,8 +88,8 @@ def test_a_cycle_fails(tmp_path, files, needle):
      "localspec.speculative.decoder -> localspec.agent.loop"),
     ({"runtime/model.py": "from localspec.models.paths import p\n", "models/paths.py": ""},
      "localspec.runtime.model -> localspec.models.paths"),
-    ({"tools/files.py": "from localspec.commands.helpers import x\n", "commands/helpers.py": ""},
-     "localspec.tools.files -> localspec.commands.helpers"),
+    ({"tools/files.py": "from localspec.commands.shared_flags import x\n", "commands/shared_flags.py": ""},
+     "localspec.tools.files -> localspec.commands.shared_flags"),
     # Indirectly too: tools -> prompting -> agent.
     ({"tools/files.py": "from localspec.prompting.x import y\n", "prompting/x.py": "import localspec.agent.loop\n",
       "agent/loop.py": ""}, "localspec.tools.files -> localspec.prompting.x"),

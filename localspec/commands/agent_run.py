@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from localspec.commands.helpers import flags_from_args, open_from_args
+from localspec.commands.shared_flags import flags_from_args, open_from_args
 from localspec.commands.tools import add_mcp_arg, start_mcp
 from localspec.conversations import find_saved
 from localspec.errors import ConfigError

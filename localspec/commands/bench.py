@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from localspec.commands.helpers import add_model_args, config_from_args
+from localspec.commands.shared_flags import add_model_args, config_from_args
 from localspec.errors import ConfigError
 
 DEFAULT_CONFIGS = "baseline,model,toolspec,all"

@@ -10,7 +10,9 @@ import sys
 import time
 
 from localspec.commands.agent_run import add_agent_args, cmd_agent_run
-from localspec.commands.helpers import (
+from localspec.commands.reasoning_output import ReasoningPrinter
+from localspec.commands.run_remote import cmd_remote_run
+from localspec.commands.shared_flags import (
     add_generation_args,
     add_model_args,
     add_remote_args,
@@ -18,8 +20,6 @@ from localspec.commands.helpers import (
     open_from_args,
     remote_config,
 )
-from localspec.commands.reasoning_output import ReasoningPrinter
-from localspec.commands.run_remote import cmd_remote_run
 from localspec.terminal import safe_json
 
 

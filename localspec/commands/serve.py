@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from localspec.commands.helpers import (
+from localspec.commands.shared_flags import (
     add_generation_args,
     add_model_args,
     add_remote_args,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from localspec.commands.helpers import (
+from localspec.commands.shared_flags import (
     APP_PREFIX,
     add_generation_args,
     add_model_args,
@@ -31,7 +31,7 @@ def _add_args(p: argparse.ArgumentParser, top_level: bool = False) -> None:
     # Top level: SUPPRESS keeps a subcommand's namespace free of these names unless the user gave them.
     default = argparse.SUPPRESS if top_level else None
     g = p.add_argument_group("app") if top_level else p
-    # Every model, drafting and sampling flag `localspec run` takes (commands/helpers.py), under APP_PREFIX.
+    # Every model, drafting and sampling flag `localspec run` takes (commands/shared_flags.py), under APP_PREFIX.
     add_model_args(g, prefix=APP_PREFIX, suppress=top_level)
     add_generation_args(g, prefix=APP_PREFIX, suppress=top_level, max_tokens=APP_MAX_TOKENS)
     add_thinking_args(g, prefix=APP_PREFIX, suppress=top_level)

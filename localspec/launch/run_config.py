@@ -43,9 +43,6 @@ class RunConfig:
     def pair(self) -> str | None:
         return self.selection.pair
 
-    def with_drafting(self, drafting: DraftingConfig) -> "RunConfig":
-        return replace(self, drafting=drafting)
-
 
 def interactive_threads(cores: int | None = None) -> int:
     """llama.cpp threads for the app: all cores but one (at most 8). Why: llama.cpp's threads busy-wait for each

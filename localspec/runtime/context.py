@@ -393,6 +393,3 @@ class Context:
         except OSError:
             pass
         return False
-
-    def set_threads(self, n: int) -> None:
-        lib.llama_set_n_threads(self.ptr, n, n)

@@ -34,7 +34,6 @@ class Plan:
     mode: str
     fmt: ToolCallFormat
     grammar: str | None = None  # whole-output grammar (json)
-    call_grammar: str | None = None  # the call's grammar, built here to refuse a schema llguidance cannot take
     tools: tuple[dict, ...] = ()
     parallel: bool = False  # parallel_tool_calls: more calls may follow the first
     raw_reasoning: bool = False  # reasoning_format "none": the `<think>` text stays in the content as written
@@ -168,13 +167,14 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
                                     "response_format.json_schema.schema")
         elif use_tools:  # a call is required: the response format only applies to answers, and there is none
             plan.mode = "calls"
-            plan.call_grammar = _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
+            # Built here only to refuse a schema llguidance cannot take (the turn engine builds its own).
+            _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
             return plan
         else:
             plan.grammar = _checked(lambda: json_schema_grammar(schema), model,
                                     "response_format.json_schema.schema")
         plan.mode = "json"
     elif use_tools:
-        plan.call_grammar = _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
+        _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
         plan.mode = "auto" if req.tool_choice == "auto" else "calls"
     return plan

@@ -143,7 +143,7 @@ def test_top_level_options_pick_the_models_for_the_app(tmp_path, tiny_pair_paths
     assert (f.target, f.draft, opts.workspace, f.pair) == (str(target), str(draft), tmp_path.resolve(), None)
     assert options_from_args(parse("--pair", "qwen3-1.7b")).flags.pair == "qwen3-1.7b"
     assert options_from_args(parse("tui", "--pair", "x")).flags.pair == "x"  # the explicit subcommand too
-    # Every model, drafting and sampling flag of `run` (one table: commands/helpers.py).
+    # Every model, drafting and sampling flag of `run` (one table: commands/shared_flags.py).
     many = options_from_args(parse("--pair", "p", "--ctx-size", "2048", "--threads", "3", "--drafters", "ngram",
                                    "--draft-max", "5", "--temperature", "0.2", "--n-gpu-layers", "0",
                                    "--max-tokens", "77", "--no-thinking")).flags

@@ -148,11 +148,6 @@ def apply_plan(ws: Workspace, plan: WritePlan, limits: Limits) -> str:
     return f"Updated {plan.target.rel} (+{plan.added} -{plan.removed} lines)\n{diff}"
 
 
-def make_diff(rel: str, old: bytes | None, new_text: str, limits: Limits | None = None) -> tuple[str, int, int]:
-    """Unified diff (git style headers); returns (diff, added lines, removed lines). Bounded: see textdiff."""
-    return text_diff(rel, None if old is None else _decode(old), new_text, limits or Limits())
-
-
 def _read_existing(ws: Workspace, target: Resolved, *, keep: int,
                    refuse_over: int | None = None) -> tuple[FileState | None, bytes | None]:
     """(fingerprint, content if at most keep bytes) of the target, or (None, None) if it does not exist."""
