@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from localspec.conversations import ConversationError, ConversationStore, default_db_path, open_store
 from localspec.models.paths import get_paths
-from localspec.speculative.sources.past_calls import CallHistory
+from localspec.speculative import CallHistory
 
 
 def legacy_history_file() -> Path:

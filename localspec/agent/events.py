@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from localspec.speculative.stats import Stats
+from localspec.speculative import Stats
 from localspec.tools import ApprovalRequest, ToolResult
 
 

@@ -31,7 +31,7 @@ from localspec.agent.events import (
 )
 from localspec.agent.outcome import AgentResult, ToolCallRecord
 from localspec.errors import ConfigError, ContextOverflowError
-from localspec.speculative.decoder import GenParams
+from localspec.speculative import GenParams
 from localspec.tools import Decision, ToolResult
 from localspec.turns import Delta, PromptRead, TurnRequest, new_call_id
 from localspec.turns.conversation import ChatTurns, TurnProvider

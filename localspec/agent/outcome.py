@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from localspec.speculative.stats import Stats
+from localspec.speculative import Stats
 from localspec.tools import ToolResult
 
 # stop: the model answered; max_steps: the step limit ended the run; cancelled: cancel event or Ctrl-C;

@@ -20,12 +20,16 @@ from localspec.launch.run_config import RunConfig
 from localspec.prompting.prompt import chat_prompt_tokens, tool_format
 from localspec.runtime.context import Context
 from localspec.runtime.pair import LoadedPair
-from localspec.speculative.builder import build_engine
-from localspec.speculative.costs import CostModel, PassPrices
-from localspec.speculative.decoder import GenParams
-from localspec.speculative.profile import CostProfile, projected_s
-from localspec.speculative.sampling import SamplingParams
-from localspec.speculative.sources.past_calls import CallHistory
+from localspec.speculative import (
+    CallHistory,
+    CostModel,
+    CostProfile,
+    GenParams,
+    PassPrices,
+    SamplingParams,
+    build_engine,
+    projected_s,
+)
 from localspec.turns import Bounds, Delta, TurnEngine, TurnRequest
 
 CONFIGS = {

@@ -58,7 +58,7 @@ def cmd_bench(args) -> int:
     cases = load_suite(args.suite, args.limit)
     profile = None
     if args.cost_profile:
-        from localspec.speculative.profile import CostProfile
+        from localspec.speculative import CostProfile
 
         profile = CostProfile.load(args.cost_profile)  # before loading models: a bad file fails fast
     config = config_from_args(args)

@@ -10,13 +10,15 @@ from localspec.models.paths import get_paths
 from localspec.prompting.template_file import apply_chat_template
 from localspec.runtime.pair import LoadedPair, load_pair
 from localspec.runtime.prefixes import PrefixStore, Wanted, model_key
-from localspec.speculative.builder import build_engine
-from localspec.speculative.costs import CostModel
-from localspec.speculative.decoder import SpecEngine
-from localspec.speculative.drafting import DraftingConfig
-from localspec.speculative.indexes.memory import SpanMemory
-from localspec.speculative.sources.past_calls import CallHistory
-from localspec.speculative.sources.recall import GenerationLog
+from localspec.speculative import (
+    CallHistory,
+    CostModel,
+    DraftingConfig,
+    GenerationLog,
+    SpanMemory,
+    SpecEngine,
+    build_engine,
+)
 
 
 @dataclass

@@ -17,10 +17,8 @@ from localspec.models.selection import Selection
 from localspec.runtime.context import ContextSettings, default_threads
 from localspec.runtime.model import ModelSettings
 from localspec.settings.config_toml import Settings, load_config
+from localspec.speculative import DRAFT_MAX, DRAFT_P_MIN, DraftingConfig, GenParams, SamplingParams
 from localspec.speculative import names as registry
-from localspec.speculative.decoder import GenParams
-from localspec.speculative.drafting import DRAFT_MAX, DRAFT_P_MIN, DraftingConfig
-from localspec.speculative.sampling import SamplingParams
 
 CTX_SIZE = 8192  # tokens; llama.cpp keeps it within what the model was trained on
 MAX_TOKENS = 256  # per reply, where the front end has no default of its own

@@ -16,7 +16,7 @@ import time
 from typing import Sequence
 
 from localspec.remote.client import RemoteBackend, RemoteDone, RemoteReasoningDelta, RemoteTextDelta, RemoteToolCall
-from localspec.speculative.stats import Stats
+from localspec.speculative import Stats
 from localspec.turns.conversation import model_messages
 from localspec.turns.events import CALL, REASONING, TEXT, Delta, Emit
 from localspec.turns.request import TurnRequest

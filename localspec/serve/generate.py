@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from localspec.serve.plan import Plan
-from localspec.speculative.stats import Stats
+from localspec.speculative import Stats
 from localspec.turns import JSON, REASONING, TEXT, Delta, ReasoningWritten, TurnEngine, TurnResult
 
 

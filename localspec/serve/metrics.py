@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 
-from localspec.speculative.stats import Stats
+from localspec.speculative import Stats
 
 P = "localspec:"
 

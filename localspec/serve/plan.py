@@ -15,8 +15,7 @@ from localspec.prompting.formats import ToolCallFormat
 from localspec.prompting.prompt import chat_prompt_tokens
 from localspec.serve.api_errors import bad_request
 from localspec.serve.schemas import ChatRequest
-from localspec.speculative.decoder import GenParams
-from localspec.speculative.grammar import JSON_OPTIONS, check_grammar, json_schema_grammar, tools_schema
+from localspec.speculative import JSON_OPTIONS, GenParams, check_grammar, json_schema_grammar, tools_schema
 from localspec.turns import TurnRequest
 from localspec.turns.calls import call_grammar
 

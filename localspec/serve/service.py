@@ -14,7 +14,7 @@ from localspec.serve.plan import Plan, make_plan
 from localspec.serve.queue import Job, QueueFull, WorkQueue
 from localspec.serve.responses import now
 from localspec.serve.schemas import ChatRequest
-from localspec.speculative.decoder import GenParams
+from localspec.speculative import GenParams
 from localspec.turns import TurnEngine
 
 log = logging.getLogger("localspec.serve")

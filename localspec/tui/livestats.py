@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from localspec.speculative.stats import Stats
+from localspec.speculative import Stats
 
 SLOW_AFTER_TOKENS = 24  # a reply this long has had enough drafted passes for the estimate to mean something
 SLOW_AFTER_DRAFTED = 8  # ... and this many drafted tokens: the hint is about drafting, so some must have happened

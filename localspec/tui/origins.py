@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from localspec.speculative.names import ORIGINS
+from localspec.speculative import ORIGINS
 from localspec.terminal import display_text
 
 # One colour and label per origin in the drafter registry (a test checks none is missing).

@@ -37,8 +37,7 @@ if TYPE_CHECKING:
     from localspec.mcp import McpTools
     from localspec.remote.turns import RemoteTurns
     from localspec.runtime.pair import LoadedPair
-    from localspec.speculative.decoder import SpecEngine
-    from localspec.speculative.stats import Stats
+    from localspec.speculative import SpecEngine, Stats
 
 Post = Callable[[TurnEvent], object]  # what it returns is not used
 
@@ -213,7 +212,7 @@ class ChatSession:
         template's compilation and the grammar engine's tokenizer for this model (about 0.25 s for SmolLM2, spent
         in native code that holds the interpreter lock, so the UI would freeze for that long)."""
         from localspec.prompting.prompt import chat_prompt_tokens
-        from localspec.speculative.grammar import GrammarConstraint, json_schema_grammar
+        from localspec.speculative import GrammarConstraint, json_schema_grammar
 
         assert self._agent is not None  # made just before, in _load_local
         chat_prompt_tokens(model, self.history + [{"role": "user", "content": "hi"}],

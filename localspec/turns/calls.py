@@ -13,7 +13,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from localspec.speculative.grammar import tool_call_grammar
+from localspec.speculative import tool_call_grammar
 
 # Body styles our JSON grammar can produce in a form the format's parser (and the model) accepts:
 # Llama 3 reads "arguments" as well as "parameters"; Mistral v11 also takes `[TOOL_CALLS]{"name": ...}`.

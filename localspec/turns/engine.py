@@ -27,11 +27,7 @@ from typing import Sequence
 from localspec.errors import ContextOverflowError
 from localspec.prompting import thinking as think
 from localspec.prompting.prompt import tool_format
-from localspec.speculative.decoder import GenParams, SpecEngine
-from localspec.speculative.detok import whole_chars
-from localspec.speculative.grammar import WRAP_UP, GrammarConstraint
-from localspec.speculative.names import TARGET
-from localspec.speculative.stats import Stats
+from localspec.speculative import TARGET, WRAP_UP, GenParams, GrammarConstraint, SpecEngine, Stats, whole_chars
 from localspec.turns.calls import (
     CallStart,
     call_grammar,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Union
 
-from localspec.speculative.names import TARGET
+from localspec.speculative import TARGET
 
 TEXT = "text"  # the visible answer
 REASONING = "reasoning"  # what a reasoning model thinks before it answers (`<think>` tags left out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from localspec.speculative.decoder import GenParams
+from localspec.speculative import GenParams
 from localspec.turns.calls import Bounds
 
 CHOICES = ("auto", "required", "none")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from localspec.speculative.stats import Stats
+from localspec.speculative import Stats
 
 
 @dataclass
