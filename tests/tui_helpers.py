@@ -80,11 +80,14 @@ async def send(pilot, text: str) -> None:
     """Type a prompt and press Enter. The key goes straight to the app: Pilot.press would wait for the app to go
     idle, i.e. for the whole generation, and the tests want to watch it while it runs."""
     app = pilot.app
+    before = len(messages(app, "user"))
     prompt = app.chat.query_one("#prompt")
     prompt.focus()
     prompt.value = text
     app.simulate_key("enter")
-    await wait_for(pilot, lambda: app.chat.busy or messages(app, "error"), 5, "the turn to start")
+    # The new user message counts as started too: a short turn can start and end between two polls.
+    await wait_for(pilot, lambda: app.chat.busy or len(messages(app, "user")) > before or messages(app, "error"),
+                   5, "the turn to start")
 
 
 def plain(widget) -> str:
