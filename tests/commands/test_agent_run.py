@@ -16,14 +16,6 @@ from localspec.tools import Decision, Toolbox, ToolResult
 from tests.cli_helpers import AGENT_ARGS, localspec
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("hello\n")
-    return ws
-
-
 def test_run_tools_json(tiny_target, workspace, tmp_path):
     home = tmp_path / "home"
     proc = localspec("run", "list the files", "--target", tiny_target, *AGENT_ARGS, "--approve", "auto",

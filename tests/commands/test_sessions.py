@@ -12,14 +12,6 @@ from localspec.conversations import ConversationStore
 from tests.cli_helpers import AGENT_ARGS, localspec
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("hello\n")
-    return ws
-
-
 def db(home: Path) -> Path:
     return home / "data" / "conversations.sqlite3"
 

@@ -20,11 +20,8 @@ def server(chat_pair):  # noqa: F811
 
 
 @pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("buy milk\n")
-    return ws
+def workspace_files():
+    return {"notes.txt": "buy milk\n"}
 
 
 def agent(server, workspace, home, *args) -> dict:
