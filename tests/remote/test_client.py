@@ -174,6 +174,22 @@ def test_against_llama_cpp_server_reports_no_statistics(llama_cpp_server, capsys
     assert summary(None, "x") == "speculative statistics unavailable: x reports none"
 
 
+@pytest.mark.parametrize("stats, words", [
+    # localspec serve's field for a reply nothing was drafted for: its rate is 0.0, the summary says "–" as the
+    # local one does (never "0%" of nothing)
+    ({"source": "localspec", "drafted": 0, "accepted": 0, "acceptance_rate": 0.0, "mean_accepted_length": 1.0},
+     "accepted 0/0 draft tokens (–), 1.00 tokens/pass [localspec]"),
+    ({"source": "llama-server", "drafted": 0, "accepted": 0, "acceptance_rate": None, "mean_accepted_length": None},
+     "accepted 0/0 draft tokens (–) [llama-server]"),
+    ({"source": "localspec", "drafted": 8, "accepted": 6, "acceptance_rate": 0.75, "mean_accepted_length": 2.5,
+      "tokens_per_second": 40.0}, "accepted 6/8 draft tokens (75%), 2.50 tokens/pass, 40.0 tok/s [localspec]"),
+    ({"source": "vllm /metrics", "drafted": 8, "accepted": 6, "acceptance_rate": None, "mean_accepted_length": None},
+     "accepted 6/8 draft tokens [vllm /metrics]"),
+])
+def test_summary_words_the_figures_as_the_local_one_does(stats, words):
+    assert summary(stats) == words
+
+
 def test_a_hostile_servers_tool_call_is_shown_escaped(capsys):
     """`run --backend openai` prints the tool calls a server sends back; their name and arguments are the server's
     text, so terminal escapes in them are shown, not run. The server here is a stand-in for a hostile one: it
