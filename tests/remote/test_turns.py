@@ -32,6 +32,17 @@ def agent(server, workspace, home, *args) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.parametrize("tools", [(), ("--tools",)])
+def test_a_base_url_without_v1_is_told_where_the_api_is(server, tmp_path, tools):
+    """The server root answers 404 for /models: the one-line error says the API is under /v1 and gives the URL."""
+    root = server.removesuffix("/v1")
+    proc = localspec("run", "hi", *tools, "--backend", "openai", "--base-url", root, "--max-tokens", "2",
+                     home=tmp_path / "home")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert "HTTP 404" in lines[0] and lines[0].endswith(f"try the base URL {root}/v1)")
+
+
 @pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_a_forced_call_is_made_there_and_run_here(server, workspace, tmp_path):
     out = agent(server, workspace, tmp_path / "home", "--tool-names", "read_file,list_dir", "--tool-choice",
