@@ -36,7 +36,7 @@ def add_agent_args(p) -> None:
                    help="first turn: auto (default), required, none, or a tool name")
     g.add_argument("--tool-names", default=None, metavar="LIST",
                    help="comma-separated tools to offer (default: all)")
-    g.add_argument("--call-max-tokens", type=int, default=1024, metavar="N", help="most tokens in one tool call")
+    g.add_argument("--call-max-tokens", type=int, default=1024, metavar="N", help="most tokens in one tool call (default 1024)")
     g.add_argument("--system", default=None, metavar="TEXT", help="system prompt (default: a short agent prompt)")
     add_mcp_arg(g)
     g.add_argument("--no-transcript", action="store_true",

@@ -29,7 +29,7 @@ def register(sub) -> None:
     p.add_argument("--max-items", type=int, default=24, metavar="N",
                    help="bound arrays likewise (0: no bound; default 24)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="first N cases only")
-    p.add_argument("--max-tokens", type=int, default=384, metavar="N", help="most tokens in one case's turn")
+    p.add_argument("--max-tokens", type=int, default=384, metavar="N", help="most tokens in one case's turn (default 384)")
     p.add_argument("--outputs", action="store_true", help="include every case's output in the JSON")
     p.add_argument("--cost-profile", metavar="PROFILE.json",
                    help="price passes with another machine's costs (benchmarks/gpu/profile.py makes one from "
