@@ -104,6 +104,20 @@ def test_list_is_newest_first_and_searchable(tmp_path):
     assert empty.stdout == "" and "no saved conversations" in empty.stderr
 
 
+def test_the_list_shows_each_pair_whole(home, capsys):
+    from localspec.cli import main
+
+    remote = "Qwen2.5-Coder-7B-Instruct @ gpu-box.local:8000"
+    with ConversationStore(db(home)) as store:
+        for pair, title in ((remote, "on the server"), ("smol", "here")):
+            cid = store.create(pair=pair)
+            store.add_message(cid, {"role": "user", "content": title})
+    assert main(["sessions"]) == 0
+    head, *rows = capsys.readouterr().out.splitlines()
+    assert remote in rows[1] and " smol " in rows[0]
+    assert {row.index(title) for row, title in zip(rows, ("here", "on the server"))} == {head.index("TITLE")}
+
+
 @pytest.mark.slow  # the CLI in subprocesses
 def test_export_rename_delete(tmp_path):
     home = tmp_path / "home"
