@@ -2,7 +2,7 @@
 
 --approve decides what happens when a write or shell call needs approval:
   ask   (default) ask on the terminal: y = allow once, a = allow always, n = deny once, d = deny always;
-        without a terminal on stdin every such call is denied.
+        without a terminal on stdin no such call runs (the model is told nobody was asked).
   auto  run everything without asking (Policy mode "auto", an explicit opt-in).
   never deny every call that needs approval, without asking (reads still run).
 Denied calls go back to the model as failed tool results, so it can answer anyway.
@@ -61,7 +61,7 @@ def _policy_and_approver(args):
 
 
 def terminal_approver(stdin=None, out=None):
-    """Ask on the terminal; no terminal on stdin (or end of input) means deny."""
+    """Ask on the terminal; no terminal on stdin (or end of input): the call does not run (tools.NotAsked)."""
     from localspec.tools.safety.terminal_approval import ask_on_terminal
 
     def approve(request):
