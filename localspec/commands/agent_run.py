@@ -37,13 +37,17 @@ def add_agent_args(p) -> None:
     g.add_argument("--tool-names", default=None, metavar="LIST",
                    help="comma-separated tools to offer (default: all)")
     g.add_argument("--call-max-tokens", type=int, default=1024, metavar="N", help="most tokens in one tool call (default 1024)")
-    g.add_argument("--system", default=None, metavar="TEXT", help="system prompt (default: a short agent prompt)")
     add_mcp_arg(g)
-    g.add_argument("--no-transcript", action="store_true",
+    # With or without --tools (a plain run is saved and carried on too: commands/saved_chat.py).
+    c = p.add_argument_group("conversation (saved: `localspec sessions`)")
+    c.add_argument("--system", default=None, metavar="TEXT",
+                   help="system prompt (default: none; with --tools a short agent prompt; carried on: its own)")
+    c.add_argument("--no-transcript", action="store_true",
                    help="do not record the run (no saved conversation, no tool calls kept for drafting)")
-    saved = g.add_mutually_exclusive_group()
+    saved = c.add_mutually_exclusive_group()
     saved.add_argument("--continue", dest="continue_last", action="store_true",
-                       help="carry on with the most recent saved conversation (its messages, system prompt, workspace)")
+                       help="carry on with the most recent saved conversation (its messages, system prompt; with "
+                            "--tools its workspace)")
     saved.add_argument("--resume", metavar="ID", default=None,
                        help="carry on with a saved conversation (IDs: `localspec sessions`)")
 

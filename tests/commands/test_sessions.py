@@ -160,7 +160,7 @@ def test_export_rename_delete(tmp_path):
     (("--continue",), "no saved conversation yet"),
     (("--resume", "nope"), "no conversation 'nope'"),
     (("--continue", "--resume", "x"), "not allowed with"),
-    (("run", "hi", "--resume", "x"), "add --tools"),
+    (("run", "hi", "--resume", "x"), "no conversation 'x'"),  # a plain run carries one on too (issue 39.5)
     (("run", "hi", "--tools", "--resume", "nope"), "no conversation 'nope'"),
     (("run", "hi", "--tools", "--continue"), "no saved conversation yet"),
     (("run", ""), "the prompt is empty"),

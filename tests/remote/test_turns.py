@@ -44,6 +44,30 @@ def test_a_base_url_without_v1_is_told_where_the_api_is(server, tmp_path, tools)
 
 
 @pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
+def test_a_plain_run_on_the_server_is_saved_and_carried_on(server, tmp_path):
+    from localspec.conversations import ConversationStore
+
+    home = tmp_path / "home"
+
+    def plain(prompt, *args):
+        proc = localspec("run", prompt, "--backend", "openai", "--base-url", server, "--max-tokens", "4", *args,
+                         home=home)
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    first = json.loads(plain("my name is Ada", "--json").stdout)
+    cid = first["conversation"]
+    again = plain("what is my name?", "--continue")
+    assert again.stderr.strip().endswith(f"; saved as {cid}]")
+    with ConversationStore(home / "data" / "conversations.sqlite3") as store:
+        conv = store.get(cid, turns=True)
+    assert [m["content"] for m in conv.messages if m["role"] == "user"] == ["my name is Ada", "what is my name?"]
+    assert conv.pair == f"tiny @ {server.split('://', 1)[1]}" and conv.params["backend"] == "openai"
+    # The server was sent the conversation: the second turn's prompt holds the first exchange.
+    assert conv.turns[1]["stats"]["prompt_tokens"] > first["usage"]["prompt_tokens"] + 4
+
+
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 def test_a_forced_call_is_made_there_and_run_here(server, workspace, tmp_path):
     out = agent(server, workspace, tmp_path / "home", "--tool-names", "read_file,list_dir", "--tool-choice",
                 "list_dir", "--approve", "auto")
