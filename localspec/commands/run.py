@@ -23,8 +23,16 @@ from localspec.commands.shared_flags import (
 from localspec.terminal import safe_json
 
 
+RUN_DESCRIPTION = (
+    "Answer PROMPT, streamed to stdout (the reasoning and a summary line to stderr) or as one JSON object (--json); "
+    "saved as a conversation that --continue carries on. Drafting never changes which token the target picks: "
+    "greedy output is token for token what the target alone writes (--no-draft) with F16 weights, but for "
+    "near-ties a batched pass breaks the other way; with quantized weights a batch moves the logits further and "
+    "replies part from it more often (README: When greedy output is exact).")
+
+
 def register(sub) -> None:
-    p = sub.add_parser("run", help="generate once from a prompt (headless)")
+    p = sub.add_parser("run", help="generate once from a prompt (headless)", description=RUN_DESCRIPTION)
     p.add_argument("prompt", metavar="PROMPT")
     add_model_args(p)
     add_generation_args(p)

@@ -125,3 +125,16 @@ def test_oracle_ceiling_drafts_baseline_answer(tiny_pair_paths):
     assert oracle["target_passes"] <= res["configs"]["toolspec"]["target_passes"]
     assert res["toolspec_share_of_oracle"] == round(res["configs"]["toolspec"]["tokens_per_second"]
                                                     / oracle["tokens_per_second"], 3)
+
+
+@pytest.mark.parametrize("identical, noted", [
+    ({"baseline": 1.0, "toolspec": 1.0}, False), ({"baseline": None, "toolspec": None}, False),
+    ({"baseline": 1.0, "toolspec": 0.33}, True), ({"baseline": 1.0, "toolspec": 0.0}, True),
+])
+def test_a_table_with_identical_below_one_says_why(identical, noted):
+    from localspec.commands.bench import identical_note
+
+    note = identical_note({name: {"identical_to_baseline": x} for name, x in identical.items()})
+    assert bool(note) == noted
+    if noted:
+        assert "near-tie" in note and "quantized" in note
