@@ -162,9 +162,12 @@ def cmd_add(args: argparse.Namespace) -> int:
     There the pair in use is written down as default_pair, and the line says so."""
     catalog = load_catalog()
     before = _pair_in_use(load_config(), catalog)
+    old = load_registry(get_paths().registry_file).pairs.get(args.name)
     pair = add_pair(args.name, args.target, args.draft)
     name = safe_text(args.name)
     print(f"pair '{name}' added: {safe_text(pair.target)} + {safe_text(pair.draft or '(no draft)')}")
+    if old is not None and (old.target, old.draft) != (pair.target, pair.draft):  # a name used again: say what went
+        print(f"  (it replaces '{name}': {safe_text(old.target)} + {safe_text(old.draft or '(no draft)')})")
     if args.default:
         set_config_value("default_pair", args.name)
         was = f" (it was '{safe_text(before)}')" if before and before != args.name else ""

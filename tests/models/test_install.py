@@ -228,6 +228,9 @@ def test_add_keeps_the_pair_in_use_the_default_unless_asked(tiny_hub, tiny_pair_
 
     assert run("add", "mine", "--target", target, "--default") == 0
     assert "'mine' is the default pair now (it was 'demo')" in capsys.readouterr().out
+    # The same name again with other files replaces the pair, and says what it was.
+    assert run("add", "smol", "--target", target, "--draft", str(tiny_pair_paths[1])) == 0
+    assert f"(it replaces 'smol': {tiny_pair_paths[0].resolve()} + (no draft))" in capsys.readouterr().out
     assert resolve_selection().pair == "mine"
 
     # A pulled pair that does not become the default says which one is.
