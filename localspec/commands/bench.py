@@ -106,13 +106,24 @@ def cmd_bench(args) -> int:
     print(f"{result['cases']} cases")
     print("  ".join(f"{h:>9}" for h in heads))
     for name, s in result["configs"].items():
-        cells = [name] + ["-" if s[c] is None else f"{s[c]:.3f}" if isinstance(s[c], float) else str(s[c])
-                          for c in cols]
+        # A rate of nothing drafted is "-", as everywhere else (the JSON keeps its 0.0).
+        shown = {**s, "acceptance_rate": s["acceptance_rate"] if s.get("drafted") else None}
+        cells = [name] + ["-" if shown[c] is None else f"{shown[c]:.3f}" if isinstance(shown[c], float)
+                          else str(shown[c]) for c in cols]
         print("  ".join(f"{c:>9}" for c in cells))
-    note = identical_note(result["configs"])
-    if note:
-        print(note)
+    for note in (identical_note(result["configs"]), no_calls_note(result["configs"], args.tool_choice)):
+        if note:
+            print(note)
     return 0
+
+
+def no_calls_note(configs: dict[str, dict], tool_choice: str | None) -> str:
+    """Why `valid` and `AST` are 0 when no case wrote a call (a model that answers in text): otherwise a newcomer
+    reads them as broken calls."""
+    if tool_choice == "required" or any(s.get("calls_share") for s in configs.values()):
+        return ""
+    return ("no case wrote a tool call (valid and AST score the calls): the model answered in text; a suite whose "
+            "cases all expect a call runs with --tool-choice required")
 
 
 def identical_note(configs: dict[str, dict]) -> str:

@@ -86,6 +86,12 @@ def test_baseline_is_target_only_even_with_a_draft(tiny_pair_paths):
     res = json.loads(out.stdout)["configs"]
     assert res["baseline"]["mean_accepted_length"] == 1.0 and res["baseline"]["acceptance_rate"] == 0.0
     assert res["model"]["acceptance_rate"] > 0.0
+    # The table says "-" for the rate of nothing drafted (the JSON keeps its 0.0).
+    table = _bench(str(MULTI), "--target", str(target), "--draft", str(draft), "--configs", "baseline,model",
+                   "--limit", "1", "--max-tokens", "32", "--tool-choice", "required")
+    heads, *rows = table.stdout.splitlines()[1:]
+    column = heads.split().index("accept")
+    assert rows[0].split()[column] == "-" and rows[1].split()[column] != "-", table.stdout
 
 
 @pytest.mark.slow  # whole benchmark runs
@@ -138,3 +144,13 @@ def test_a_table_with_identical_below_one_says_why(identical, noted):
     assert bool(note) == noted
     if noted:
         assert "near-tie" in note and "quantized" in note
+
+
+@pytest.mark.parametrize("shares, choice, noted", [
+    ([0.0, 0.0], None, True), ([0.0, 0.5], None, False), ([0.0, 0.0], "required", False),
+])
+def test_a_table_without_a_single_call_says_why_valid_is_zero(shares, choice, noted):
+    from localspec.commands.bench import no_calls_note
+
+    note = no_calls_note({f"c{i}": {"calls_share": x} for i, x in enumerate(shares)}, choice)
+    assert bool(note) == noted and (not noted or "--tool-choice required" in note)
