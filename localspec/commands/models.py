@@ -191,6 +191,13 @@ def _other_default(default: str, name: str, verb: str = "is") -> str:
 def cmd_rm(args: argparse.Namespace) -> int:
     for line in remove(args.name, args.filename, files=args.files):
         print(line)
+    settings = load_config()
+    if args.filename is None and settings.default_pair == args.name and args.name not in load_catalog().pairs:
+        # An added pair is gone for good: a default naming it would fail every command ("unknown pair").
+        set_config_value("default_pair", "none")
+        now = _pair_in_use(load_config(), load_catalog())
+        print(f"'{safe_text(args.name)}' was the default pair: the default is now "
+              + (f"'{safe_text(now)}'" if now else "unset (nothing else is installed)"))
     return 0
 
 

@@ -238,6 +238,13 @@ def test_add_keeps_the_pair_in_use_the_default_unless_asked(tiny_hub, tiny_pair_
     assert "the default pair is 'mine' (run this one with --pair tiny;" in capsys.readouterr().out
     assert resolve_selection().pair == "mine"
 
+    # Removing the default pair does not leave a default that names nothing.
+    assert run("rm", "mine") == 0
+    assert "'mine' was the default pair: the default is now 'tiny'" in capsys.readouterr().out
+    assert load_config().default_pair is None and resolve_selection().pair == "tiny"
+    assert run("run", "hi", "--pair", "mine") == 1  # a pair that is gone: every pair there is gets named
+    assert "unknown pair 'mine' (pairs: tiny, mismatched, smol, demo;" in capsys.readouterr().err
+
 
 def test_the_first_pair_added_where_nothing_runs_is_the_default(home, tiny_pair_paths, capsys, monkeypatch):
     monkeypatch.setattr("localspec.launch.resolve.demo_model_path", lambda: None)  # an install without [demo]
