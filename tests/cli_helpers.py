@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,7 +26,19 @@ def localspec(*args, home: Path, cwd: Path = ROOT, stdin=subprocess.DEVNULL) -> 
 
 
 def run_localspec(*args, timeout: float = 60) -> subprocess.CompletedProcess:
-    """The CLI in the checkout, under this process's environment (no LOCALSPEC_HOME of its own)."""
+    """The CLI in the checkout, under this process's environment; without a LOCALSPEC_HOME there, in a scratch one
+    shared by the test run (a plain `run` saves its conversation: never in the user's own store)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.setdefault("LOCALSPEC_HOME", _scratch_home())
     return subprocess.run([sys.executable, "-m", "localspec", *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+_SCRATCH: list[str] = []
+
+
+def _scratch_home() -> str:
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.mkdtemp(prefix="localspec-test-home-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], ignore_errors=True)
+    return _SCRATCH[0]

@@ -134,3 +134,19 @@ def gemma_q2k(gemma) -> Path:
     from localspec.runtime.quantize import quantize
 
     return _cached("gemma-3-270m-q2_k.gguf", lambda p: quantize(gemma, p, "Q2_K"))
+
+
+@pytest.fixture
+def workspace_files() -> dict[str, str]:
+    """The files `workspace` starts with (name: text); a test module that needs others overrides this fixture."""
+    return {"notes.txt": "hello\n"}
+
+
+@pytest.fixture
+def workspace(tmp_path, workspace_files) -> Path:
+    """The folder the tools may touch: tmp_path/ws holding `workspace_files`."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name, text in workspace_files.items():
+        (ws / name).write_text(text)
+    return ws

@@ -112,3 +112,27 @@ def test_pipe_into_head(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "{\n" and proc.stderr == ""
+
+
+# -- --help ---------------------------------------------------------------------------------------------------------
+
+def _options(parser, command: str = "localspec"):
+    """(command, option, default, help) of every option of `parser` and its subcommands."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, f"{command} {name}")
+        elif action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield command, action.option_strings[-1], action.default, action.help or ""
+
+
+def test_every_option_with_a_default_says_it_in_its_help():
+    """`serve --help` once showed `--port PORT` and nothing else: a value the command uses unless told otherwise is
+    one a user needs to read there (switches, and options whose default is "not given", need not say)."""
+    import argparse
+
+    silent = [f"{cmd} {opt} (default {default!r})" for cmd, opt, default, text in _options(cli.build_parser())
+              if default not in (None, False, True, [], argparse.SUPPRESS) and "default" not in text]
+    assert silent == []

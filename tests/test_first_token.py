@@ -21,14 +21,6 @@ AGENT = ("--no-draft", "--tools", "--max-steps", "1", "--tool-choice", "none", "
          "--tool-names", "read_file,list_dir,search_text", "--threads", "1", "--approve", "never")
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("hello\n")
-    return ws
-
-
 def run_json(*args, home: Path) -> dict:
     proc = localspec("run", *args, "--json", home=home)
     assert proc.returncode == 0, proc.stderr

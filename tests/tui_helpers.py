@@ -46,13 +46,6 @@ MODEL_ONLY = "[sampling]\ntemperature = 0.0\n[drafters]\nschema = false\nhistory
 GREEDY = "[sampling]\ntemperature = 0.0\n"
 
 
-@pytest.fixture
-def workspace(tmp_path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
 def make_app(pair, workspace, **kw) -> LocalspecApp:
     """The app on `pair`; `kw` are AppOptions, or RunFlags fields (max_tokens, ctx_size, ...)."""
     target, draft = pair

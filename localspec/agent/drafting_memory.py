@@ -32,7 +32,7 @@ def call_history(store: ConversationStore | None = None,
     try:
         if store is not None:
             calls = store.recent_calls()
-        elif default_db_path().exists():  # reading must not create the store: a plain `run` saves nothing
+        elif default_db_path().exists():  # reading must not create the store: `--no-transcript` saves nothing
             with open_store() as own:
                 calls = own.recent_calls()
         else:

@@ -2,7 +2,7 @@
 
 --approve decides what happens when a write or shell call needs approval:
   ask   (default) ask on the terminal: y = allow once, a = allow always, n = deny once, d = deny always;
-        without a terminal on stdin every such call is denied.
+        without a terminal on stdin no such call runs (the model is told nobody was asked).
   auto  run everything without asking (Policy mode "auto", an explicit opt-in).
   never deny every call that needs approval, without asking (reads still run).
 Denied calls go back to the model as failed tool results, so it can answer anyway.
@@ -36,14 +36,18 @@ def add_agent_args(p) -> None:
                    help="first turn: auto (default), required, none, or a tool name")
     g.add_argument("--tool-names", default=None, metavar="LIST",
                    help="comma-separated tools to offer (default: all)")
-    g.add_argument("--call-max-tokens", type=int, default=1024, metavar="N", help="most tokens in one tool call")
-    g.add_argument("--system", default=None, metavar="TEXT", help="system prompt (default: a short agent prompt)")
+    g.add_argument("--call-max-tokens", type=int, default=1024, metavar="N", help="most tokens in one tool call (default 1024)")
     add_mcp_arg(g)
-    g.add_argument("--no-transcript", action="store_true",
+    # With or without --tools (a plain run is saved and carried on too: commands/saved_chat.py).
+    c = p.add_argument_group("conversation (saved: `localspec sessions`)")
+    c.add_argument("--system", default=None, metavar="TEXT",
+                   help="system prompt (default: none; with --tools a short agent prompt; carried on: its own)")
+    c.add_argument("--no-transcript", action="store_true",
                    help="do not record the run (no saved conversation, no tool calls kept for drafting)")
-    saved = g.add_mutually_exclusive_group()
+    saved = c.add_mutually_exclusive_group()
     saved.add_argument("--continue", dest="continue_last", action="store_true",
-                       help="carry on with the most recent saved conversation (its messages, system prompt, workspace)")
+                       help="carry on with the most recent saved conversation (its messages, system prompt; with "
+                            "--tools its workspace)")
     saved.add_argument("--resume", metavar="ID", default=None,
                        help="carry on with a saved conversation (IDs: `localspec sessions`)")
 
@@ -61,7 +65,7 @@ def _policy_and_approver(args):
 
 
 def terminal_approver(stdin=None, out=None):
-    """Ask on the terminal; no terminal on stdin (or end of input) means deny."""
+    """Ask on the terminal; no terminal on stdin (or end of input): the call does not run (tools.NotAsked)."""
     from localspec.tools.safety.terminal_approval import ask_on_terminal
 
     def approve(request):

@@ -10,10 +10,16 @@ from localspec.commands.shared_flags import add_model_args, config_from_args
 from localspec.errors import ConfigError
 
 DEFAULT_CONFIGS = "baseline,model,toolspec,all"
+IDENTICAL_NOTE = ("identical: the share of cases a config wrote exactly as baseline (the target alone) did; below 1.00 "
+                  "where a batched pass of the target broke a near-tie the other way: rare with F16 weights, more "
+                  "often with quantized ones, whose batches move the logits further (README: When greedy output is "
+                  "exact; benchmarks/near_ties.py shows where)")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="benchmark tool-call drafting configs on a suite (BFCL format)")
+    p = sub.add_parser("bench", help="benchmark tool-call drafting configs on a suite (BFCL format)",
+                       description="Tool-call decoding speed and accuracy per drafting config, side by side. "
+                                   f"{IDENTICAL_NOTE}")
     p.add_argument("suite", metavar="SUITE.jsonl")
     add_model_args(p)
     p.add_argument("--configs", default=None,
@@ -29,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--max-items", type=int, default=24, metavar="N",
                    help="bound arrays likewise (0: no bound; default 24)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="first N cases only")
-    p.add_argument("--max-tokens", type=int, default=384, metavar="N", help="most tokens in one case's turn")
+    p.add_argument("--max-tokens", type=int, default=384, metavar="N", help="most tokens in one case's turn (default 384)")
     p.add_argument("--outputs", action="store_true", help="include every case's output in the JSON")
     p.add_argument("--cost-profile", metavar="PROFILE.json",
                    help="price passes with another machine's costs (benchmarks/gpu/profile.py makes one from "
@@ -100,7 +106,28 @@ def cmd_bench(args) -> int:
     print(f"{result['cases']} cases")
     print("  ".join(f"{h:>9}" for h in heads))
     for name, s in result["configs"].items():
-        cells = [name] + ["-" if s[c] is None else f"{s[c]:.3f}" if isinstance(s[c], float) else str(s[c])
-                          for c in cols]
+        # A rate of nothing drafted is "-", as everywhere else (the JSON keeps its 0.0).
+        shown = {**s, "acceptance_rate": s["acceptance_rate"] if s.get("drafted") else None}
+        cells = [name] + ["-" if shown[c] is None else f"{shown[c]:.3f}" if isinstance(shown[c], float)
+                          else str(shown[c]) for c in cols]
         print("  ".join(f"{c:>9}" for c in cells))
+    for note in (identical_note(result["configs"]), no_calls_note(result["configs"], args.tool_choice)):
+        if note:
+            print(note)
     return 0
+
+
+def no_calls_note(configs: dict[str, dict], tool_choice: str | None) -> str:
+    """Why `valid` and `AST` are 0 when no case wrote a call (a model that answers in text): otherwise a newcomer
+    reads them as broken calls."""
+    if tool_choice == "required" or any(s.get("calls_share") for s in configs.values()):
+        return ""
+    return ("no case wrote a tool call (valid and AST score the calls): the model answered in text; a suite whose "
+            "cases all expect a call runs with --tool-choice required")
+
+
+def identical_note(configs: dict[str, dict]) -> str:
+    """What `identical` below 1.00 means, under a table that shows one ("" otherwise): a user who sees 0.33 should
+    not have to guess whether drafting broke the output."""
+    parted = [s["identical_to_baseline"] for s in configs.values() if s.get("identical_to_baseline") is not None]
+    return IDENTICAL_NOTE if any(x < 1.0 for x in parted) else ""

@@ -41,10 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
     p.set_defaults(func=cmd_pull)
 
-    p = subparsers.add_parser("add", help="register local GGUF files as a named pair")
+    p = subparsers.add_parser("add", help="register local GGUF files as a named pair (--default: and run it by "
+                                          "default)")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--target", required=True, metavar="PATH", help="target model GGUF")
     p.add_argument("--draft", metavar="PATH", help="draft model GGUF (same vocabulary as the target)")
+    p.add_argument("--default", action="store_true",
+                   help="make it the default pair; without it, the pair a command runs now stays the default")
     p.set_defaults(func=cmd_add)
 
     p = subparsers.add_parser("rm", help="forget a pair (or REPO_ID FILENAME); --files deletes downloads")
@@ -105,6 +108,11 @@ def _default_pair(settings, catalog) -> str:
     """The pair a command without --pair runs: default_pair when set, else what resolution picks (the first
     installed pair, else the demo model) without downloading; the catalog's default only when nothing is usable
     (then `localspec run` says to pull it)."""
+    return _pair_in_use(settings, catalog) or catalog.default
+
+
+def _pair_in_use(settings, catalog) -> str | None:
+    """What a command without --pair runs now (default_pair, or what resolution picks); None when nothing is usable."""
     from localspec.errors import LocalspecError
     from localspec.launch.resolve import resolve_selection
 
@@ -113,8 +121,8 @@ def _default_pair(settings, catalog) -> str:
     try:
         sel = resolve_selection(settings=settings, catalog=catalog)
     except LocalspecError:
-        return catalog.default
-    return DEMO if sel.demo else sel.pair or catalog.default
+        return None
+    return DEMO if sel.demo else sel.pair
 
 
 def _announcer():
@@ -137,6 +145,9 @@ def cmd_pull(args: argparse.Namespace) -> int:
             raise ConfigError("--revision applies to `localspec pull REPO_ID FILENAME`, not to a catalog pair")
         got = pull_pair(args.name, offline=args.offline, show_progress=True, progress=_announcer())
         print(f"pair '{got.name}' ready\n  target {got.target.path}\n  draft  {got.draft.path}")
+        in_use = _pair_in_use(load_config(), load_catalog())
+        if in_use not in (None, got.name):
+            print(_other_default(in_use, got.name))
         return 0
     entry = pull_file(args.name, args.filename, revision=args.revision, offline=args.offline, show_progress=True,
                       progress=_announcer())
@@ -145,14 +156,48 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    """Adding a model does not change what runs unless asked (--default), as adding one to Ollama or LM Studio
+    does not: without default_pair in config.toml the default is worked out (the first installed catalog pair, else
+    the first added pair, else the demo model), so the first `add` beside the demo would silently take over from it.
+    There the pair in use is written down as default_pair, and the line says so."""
+    catalog = load_catalog()
+    before = _pair_in_use(load_config(), catalog)
+    old = load_registry(get_paths().registry_file).pairs.get(args.name)
     pair = add_pair(args.name, args.target, args.draft)
-    print(f"pair '{args.name}' added: {pair.target} + {pair.draft or '(no draft)'}")
+    name = safe_text(args.name)
+    print(f"pair '{name}' added: {safe_text(pair.target)} + {safe_text(pair.draft or '(no draft)')}")
+    if old is not None and (old.target, old.draft) != (pair.target, pair.draft):  # a name used again: say what went
+        print(f"  (it replaces '{name}': {safe_text(old.target)} + {safe_text(old.draft or '(no draft)')})")
+    if args.default:
+        set_config_value("default_pair", args.name)
+        was = f" (it was '{safe_text(before)}')" if before and before != args.name else ""
+        print(f"'{name}' is the default pair now{was}")
+        return 0
+    if before is None:  # nothing ran before: the new pair is what runs now
+        print(f"'{name}' is the default pair (nothing else was installed)")
+        return 0
+    if _pair_in_use(load_config(), catalog) != before:
+        set_config_value("default_pair", before)
+    print(_other_default(before, args.name, "stays"))
     return 0
+
+
+def _other_default(default: str, name: str, verb: str = "is") -> str:
+    name = safe_text(name)
+    return (f"the default pair {verb} '{safe_text(default)}' (run this one with --pair {name}; "
+            f"`localspec config set default_pair {name}` makes it the default)")
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
     for line in remove(args.name, args.filename, files=args.files):
         print(line)
+    settings = load_config()
+    if args.filename is None and settings.default_pair == args.name and args.name not in load_catalog().pairs:
+        # An added pair is gone for good: a default naming it would fail every command ("unknown pair").
+        set_config_value("default_pair", "none")
+        now = _pair_in_use(load_config(), load_catalog())
+        print(f"'{safe_text(args.name)}' was the default pair: the default is now "
+              + (f"'{safe_text(now)}'" if now else "unset (nothing else is installed)"))
     return 0
 
 

@@ -19,48 +19,75 @@ def _check(args) -> None:
         raise ConfigError("--max-tokens must be >= 1")
 
 
-def cmd_remote_run(args, config) -> int:
+def cmd_remote_run(args, config, chat=None) -> int:
+    """`chat`: the saved conversation the run carries on and records (commands/saved_chat.py); None: this prompt
+    alone, nothing saved."""
+    import time
+
     from localspec.commands.console import end_reply
-    from localspec.remote.client import (
-        RemoteBackend,
-        RemoteDone,
-        RemoteReasoningDelta,
-        RemoteTextDelta,
-        RemoteToolCall,
-    )
+    from localspec.remote.client import RemoteDone, RemoteReasoningDelta, RemoteTextDelta, RemoteToolCall
     from localspec.remote.reported_stats import summary
+    from localspec.remote.turns import open_turns, remote_stats, wire_messages
     from localspec.terminal import display_text, safe_json, safe_text
     from localspec.tools.safety.display import ARGUMENT_CHARS
 
     _check(args)
-    backend = RemoteBackend(config.base_url, config.model, config.api_key)
+    turns = open_turns(config)
+    backend = turns.backend
     kw = dict(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
               stop=list(args.stop) or None)
     if getattr(args, "thinking", None) is False:
         kw["extra"] = {"chat_template_kwargs": {"enable_thinking": False}}
-    messages = [{"role": "user", "content": args.prompt}]
+    user = [{"role": "user", "content": args.prompt}]
+    messages = wire_messages(chat.messages(args.prompt)) if chat is not None else user
+    if chat is not None:
+        backend.resolve_model()  # the record names the model that answers
+        chat.start(args.prompt, turns.label, {"backend": "openai", "base_url": backend.base_url,
+                                              "model": backend.model, "temperature": args.temperature,
+                                              "max_tokens": args.max_tokens})
+    t0 = time.perf_counter()
     if args.json:
         done = backend.complete(messages, **kw)
+        if chat is not None:
+            chat.finish(done.content, done.reasoning, remote_stats(done, 0, time.perf_counter() - t0, None),
+                        done.finish_reason or "stop")
         print(safe_json({"text": done.content, "reasoning": done.reasoning, "finish_reason": done.finish_reason,
                          "usage": done.usage,
                           "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in done.tool_calls],
                           "stats": done.stats, "backend": "openai", "base_url": backend.base_url,
-                          "model": backend.model}, ensure_ascii=True))
+                          "model": backend.model, "conversation": chat.id if chat else None}, ensure_ascii=True))
         return 0
     finished: RemoteDone | None = None
     show = getattr(args, "reasoning", "show") == "show"
-    for ev in backend.stream(messages, **kw):
-        if isinstance(ev, RemoteTextDelta):
-            sys.stdout.write(display_text(ev.text))  # a server's text: OSC 52, OSC 8, ESC [2J shown, not run
-            sys.stdout.flush()
-        elif isinstance(ev, RemoteReasoningDelta) and show:
-            sys.stderr.write(display_text(ev.text))
-        elif isinstance(ev, RemoteToolCall):
-            # A server's text is untrusted: terminal escapes in a name or argument are shown, not run.
-            sys.stdout.write(f"\n[tool call] {safe_text(ev.name, 200)} {safe_text(ev.arguments_json, ARGUMENT_CHARS)}")
-        elif isinstance(ev, RemoteDone):
-            finished = ev
+    text: list[str] = []
+    thought: list[str] = []
+    first: float | None = None
+    try:
+        for ev in backend.stream(messages, **kw):
+            if first is None and isinstance(ev, (RemoteTextDelta, RemoteReasoningDelta)):
+                first = time.perf_counter() - t0
+            if isinstance(ev, RemoteTextDelta):
+                text.append(ev.text)
+                sys.stdout.write(display_text(ev.text))  # a server's text: OSC 52, OSC 8, ESC [2J shown, not run
+                sys.stdout.flush()
+            elif isinstance(ev, RemoteReasoningDelta):
+                thought.append(ev.text)
+                if show:
+                    sys.stderr.write(display_text(ev.text))
+            elif isinstance(ev, RemoteToolCall):
+                # A server's text is untrusted: terminal escapes in a name or argument are shown, not run.
+                sys.stdout.write(f"\n[tool call] {safe_text(ev.name, 200)} "
+                                 f"{safe_text(ev.arguments_json, ARGUMENT_CHARS)}")
+            elif isinstance(ev, RemoteDone):
+                finished = ev
+    except KeyboardInterrupt:
+        if chat is not None:
+            chat.finish("".join(text), "".join(thought), None, "cancelled", cancelled=True)
+        raise
     end_reply()
-    print(f"[{safe_text(summary(finished.stats if finished else None, backend.base_url), 2000)}]", file=sys.stderr,
-          flush=True)
+    if chat is not None:
+        stats = remote_stats(finished, len(text), time.perf_counter() - t0, first)
+        chat.finish("".join(text), "".join(thought), stats, (finished.finish_reason if finished else None) or "stop")
+    print(f"[{safe_text(summary(finished.stats if finished else None, backend.base_url), 2000)}"
+          f"{chat.saved_note() if chat is not None else ''}]", file=sys.stderr, flush=True)
     return 0

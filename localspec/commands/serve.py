@@ -23,12 +23,12 @@ def register(sub) -> None:
     add_model_args(p)
     add_generation_args(p)  # server-side defaults for requests that leave a setting out
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     p.add_argument("--api-key", default=os.environ.get(ENV_API_KEY), metavar="KEY",
                    help="require 'Authorization: Bearer KEY' (env LOCALSPEC_API_KEY); needed off loopback")
     p.add_argument("--model-name", metavar="ID", help="model id clients send (default: pair name or target file name)")
     p.add_argument("--max-queue", type=int, default=16, metavar="N",
-                   help="requests that may wait for the engine; more get HTTP 503 with Retry-After")
+                   help="requests that may wait for the engine (default 16); more get HTTP 503 with Retry-After")
     p.add_argument("--tool-format", metavar="NAME", help="tool-call format to use instead of the detected one")
     # The backend that answers (default: config.toml backend.kind): with openai, requests go on to that server.
     add_remote_args(p, key_flag="--backend-api-key", key_dest="backend_api_key")

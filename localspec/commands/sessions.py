@@ -74,11 +74,13 @@ def cmd_list(args) -> int:
                                           if args.search else ""),
               file=sys.stderr)
         return 0
-    print(f"{'ID':<8}  {'LAST ACTIVE':<16}  {'MSGS':>4}  {'PAIR':<18}  TITLE")
-    for c in convs:
+    # The pair column is as wide as its widest entry: a remote pair ("model @ host:port") cut short names nothing.
+    pairs = [safe_text(c.pair or "-") for c in convs]
+    width = max(len("PAIR"), *map(len, pairs))
+    print(f"{'ID':<8}  {'LAST ACTIVE':<16}  {'MSGS':>4}  {'PAIR':<{width}}  TITLE")
+    for c, pair in zip(convs, pairs):
         when = datetime.fromtimestamp(c.updated).strftime("%Y-%m-%d %H:%M")
-        pair = safe_text((c.pair or "-")[:18])
-        print(f"{safe_text(c.id):<8}  {when:<16}  {c.message_count:>4}  {pair:<18}  {safe_text(c.display_title)}")
+        print(f"{safe_text(c.id):<8}  {when:<16}  {c.message_count:>4}  {pair:<{width}}  {safe_text(c.display_title)}")
     return 0
 
 

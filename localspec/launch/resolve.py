@@ -50,6 +50,10 @@ def resolve_selection(pair: str | None = None, target: str | Path | None = None,
     if name in registry.pairs:
         up = registry.pairs[name]
         return Selection(check_gguf(up.target), d or (check_gguf(up.draft) if up.draft else None), name, False)
+    if name not in catalog.pairs:  # a typo, or a pair `rm` took away: name every pair there is
+        names = [*catalog.pairs, *registry.pairs, DEMO]
+        raise ConfigError(f"unknown pair {name!r} (pairs: {', '.join(names)}; `localspec add NAME --target FILE` "
+                          "adds your own)")
     cat = catalog.get(name)
     t = registry.usable(cat.target.repo, cat.target.file)
     dr = registry.usable(cat.draft.repo, cat.draft.file)

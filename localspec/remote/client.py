@@ -14,6 +14,7 @@ import http.client
 import json
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -87,10 +88,17 @@ class RemoteBackend:
         try:
             return urllib.request.urlopen(req, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as exc:
-            raise RemoteError(f"{url}: HTTP {exc.code}: {_error_text(exc)}") from None
+            raise RemoteError(f"{url}: HTTP {exc.code}: {_error_text(exc)}{self._v1_hint(exc.code)}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise RemoteError(f"cannot reach {url}: {reason}") from None
+
+    def _v1_hint(self, status: int) -> str:
+        """A 404 from a base URL without /v1 is most often just that: OpenAI-compatible servers (vLLM, llama-server,
+        localspec serve) answer under /v1."""
+        if status != 404 or "/v1" in urllib.parse.urlsplit(self.base_url).path:
+            return ""
+        return f" (OpenAI-compatible servers answer under /v1: try the base URL {self.base_url}/v1)"
 
     def models(self) -> list[str]:
         with self._open("/models", timeout=30) as resp:

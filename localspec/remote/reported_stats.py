@@ -72,8 +72,9 @@ def summary(stats: dict | None, server: str = "the server") -> str:
         return f"speculative statistics unavailable: {server} reports none"
     rate = stats.get("acceptance_rate")
     mal = stats.get("mean_accepted_length")
-    parts = [f"accepted {stats['accepted']}/{stats['drafted']} draft tokens"
-             + (f" ({100 * rate:.0f}%)" if rate is not None else "")]
+    # As the local summary words it (speculative/stats.py): a rate of nothing drafted is "–", never 0%.
+    shown = "–" if not stats.get("drafted") else None if rate is None else f"{100 * rate:.0f}%"
+    parts = [f"accepted {stats['accepted']}/{stats['drafted']} draft tokens" + (f" ({shown})" if shown else "")]
     if mal is not None:
         parts.append(f"{mal:.2f} tokens/pass")
     if stats.get("tokens_per_second"):

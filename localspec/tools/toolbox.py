@@ -19,7 +19,7 @@ from localspec.tools.files import writes
 from localspec.tools.files.confine import Workspace
 from localspec.tools.limits import Limits
 from localspec.tools.safety.allowance import remember as shell_allowance
-from localspec.tools.safety.approvals import ApprovalRequest, Approver, Decision
+from localspec.tools.safety.approvals import ApprovalRequest, Approver, Decision, NotAsked
 from localspec.tools.safety.danger import HIGH, LOW, Danger, rate_shell
 from localspec.tools.safety.policy import Policy
 from localspec.tools.schema import describe_validation_error, parameters_schema
@@ -192,6 +192,8 @@ class Toolbox:
                                   always=always, always_note="" if always else note)
         try:
             decision = Decision.coerce(self.approver(request))
+        except NotAsked as exc:
+            return f"not run: it needs the user's approval and nobody was asked ({one_line(str(exc))})"
         except Exception as exc:
             return f"not run, asking for approval failed ({one_line(str(exc)) or type(exc).__name__})"
         if decision is Decision.DENY_ALWAYS:

@@ -46,11 +46,8 @@ def tiny_engine(tiny_pair_paths):
 
 
 @pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("hello from notes\n")
-    return ws
+def workspace_files():
+    return {"notes.txt": "hello from notes\n"}
 
 
 def _agent(engine, workspace, **kw):

@@ -33,13 +33,9 @@ def engine(smollm2_f16):
 
 
 @pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("The secret word is pineapple.\n")
-    (ws / "a.txt").write_text("Alpha file says: apples.\n")
-    (ws / "b.txt").write_text("Beta file says: bananas.\n")
-    return ws
+def workspace_files():
+    return {"notes.txt": "The secret word is pineapple.\n", "a.txt": "Alpha file says: apples.\n",
+            "b.txt": "Beta file says: bananas.\n"}
 
 
 def test_reads_a_real_file_and_answers_with_its_content(engine, workspace):

@@ -86,6 +86,12 @@ def test_baseline_is_target_only_even_with_a_draft(tiny_pair_paths):
     res = json.loads(out.stdout)["configs"]
     assert res["baseline"]["mean_accepted_length"] == 1.0 and res["baseline"]["acceptance_rate"] == 0.0
     assert res["model"]["acceptance_rate"] > 0.0
+    # The table says "-" for the rate of nothing drafted (the JSON keeps its 0.0).
+    table = _bench(str(MULTI), "--target", str(target), "--draft", str(draft), "--configs", "baseline,model",
+                   "--limit", "1", "--max-tokens", "32", "--tool-choice", "required")
+    heads, *rows = table.stdout.splitlines()[1:]
+    column = heads.split().index("accept")
+    assert rows[0].split()[column] == "-" and rows[1].split()[column] != "-", table.stdout
 
 
 @pytest.mark.slow  # whole benchmark runs
@@ -125,3 +131,26 @@ def test_oracle_ceiling_drafts_baseline_answer(tiny_pair_paths):
     assert oracle["target_passes"] <= res["configs"]["toolspec"]["target_passes"]
     assert res["toolspec_share_of_oracle"] == round(res["configs"]["toolspec"]["tokens_per_second"]
                                                     / oracle["tokens_per_second"], 3)
+
+
+@pytest.mark.parametrize("identical, noted", [
+    ({"baseline": 1.0, "toolspec": 1.0}, False), ({"baseline": None, "toolspec": None}, False),
+    ({"baseline": 1.0, "toolspec": 0.33}, True), ({"baseline": 1.0, "toolspec": 0.0}, True),
+])
+def test_a_table_with_identical_below_one_says_why(identical, noted):
+    from localspec.commands.bench import identical_note
+
+    note = identical_note({name: {"identical_to_baseline": x} for name, x in identical.items()})
+    assert bool(note) == noted
+    if noted:
+        assert "near-tie" in note and "quantized" in note
+
+
+@pytest.mark.parametrize("shares, choice, noted", [
+    ([0.0, 0.0], None, True), ([0.0, 0.5], None, False), ([0.0, 0.0], "required", False),
+])
+def test_a_table_without_a_single_call_says_why_valid_is_zero(shares, choice, noted):
+    from localspec.commands.bench import no_calls_note
+
+    note = no_calls_note({f"c{i}": {"calls_share": x} for i, x in enumerate(shares)}, choice)
+    assert bool(note) == noted and (not noted or "--tool-choice required" in note)

@@ -12,16 +12,8 @@ import pytest
 from localspec.agent import AgentResult, ToolCallRecord
 from localspec.commands.agent_run import _policy_and_approver, terminal_approver
 from localspec.speculative.stats import Stats
-from localspec.tools import Decision, Toolbox, ToolResult
+from localspec.tools import Decision, NotAsked, Toolbox, ToolResult
 from tests.cli_helpers import AGENT_ARGS, localspec
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("hello\n")
-    return ws
 
 
 def test_run_tools_json(tiny_target, workspace, tmp_path):
@@ -99,7 +91,7 @@ def _request(workspace):
 
 @pytest.mark.parametrize("typed, decision", [
     ("y\n", Decision.ALLOW_ONCE), ("a\n", Decision.ALLOW_ALWAYS), ("n\n", Decision.DENY_ONCE),
-    ("what\nd\n", Decision.DENY_ALWAYS), ("", Decision.DENY_ONCE),
+    ("what\nd\n", Decision.DENY_ALWAYS),
 ])
 def test_terminal_approver_keys(workspace, typed, decision):
     out = io.StringIO()
@@ -107,10 +99,33 @@ def test_terminal_approver_keys(workspace, typed, decision):
     assert "write_file" in out.getvalue() or "new.txt" in out.getvalue()
 
 
-def test_terminal_approver_without_a_terminal_denies(workspace):
+@pytest.mark.parametrize("stdin, why", [(io.StringIO("y\n"), "no terminal to ask on"),
+                                        (_Terminal(""), "input ended before an answer")])
+def test_nobody_to_ask_is_not_a_no(workspace, stdin, why):
+    """Without a terminal (or when its input ends) the call does not run, and the model is told that nobody was
+    asked: not "denied by the user", which a model reads as the user's choice."""
     out = io.StringIO()
-    assert terminal_approver(io.StringIO("y\n"), out)(_request(workspace)) is Decision.DENY_ONCE
-    assert "no terminal" in out.getvalue()
+    with pytest.raises(NotAsked):
+        terminal_approver(stdin, out)(_request(workspace))
+    assert why in out.getvalue()
+    stdin.seek(0)
+    res = Toolbox(workspace, "ask", terminal_approver(stdin, io.StringIO())).call(
+        "write_file", {"path": "new.txt", "content": "x\n"})
+    assert not res.ok and not (workspace / "new.txt").exists()
+    assert "nobody was asked" in res.error and "denied" not in res.error
+
+
+@pytest.mark.slow  # run --tools in a subprocess
+def test_run_tools_without_a_terminal_tells_the_model_nobody_was_asked(tiny_target, workspace, tmp_path):
+    proc = localspec("run", "write it", "--target", tiny_target, "--no-draft", "--tools", "--max-steps", "1",
+                     "--tool-names", "write_file", "--tool-choice", "write_file", "--max-tokens", "8",
+                     "--call-max-tokens", "48", "--json", "--workspace", workspace,
+                     home=tmp_path / "home")  # stdin: /dev/null, and --approve ask (the default)
+    assert proc.returncode == 0, proc.stderr
+    [call] = json.loads(proc.stdout)["tool_calls"]
+    assert call["name"] == "write_file" and not call["ok"]
+    assert "nobody was asked (there is no terminal to ask on" in call["error"] and "denied" not in call["error"]
+    assert "no terminal to ask on: not run" in proc.stderr
 
 
 def test_agent_result_to_dict_is_what_run_tools_json_printed():

@@ -178,3 +178,42 @@ def test_tiny_context_never_aborts(tiny_pair_paths):
         assert_one_line_error(proc)
     else:
         assert proc.stdout.strip()
+
+
+def test_greedy_output_on_f16_is_the_target_alones_up_to_near_ties(smollm2_f16, smollm2):
+    """The README's claim, on the engine `localspec run` builds (launch/open.py, its default drafting with the Q4_1
+    copy as draft model, which really drafts here): greedy replies are the target alone's token for token; where
+    one is not, it parts at a near-tie (its two tokens within the hundredths an F16 batch moves a logit:
+    benchmarks/batch_rows.py)."""
+    from localspec.commands.run import prompt_tokens
+    from localspec.launch.flags import RunFlags
+    from localspec.launch.open import open_engine
+    from localspec.launch.run_config import resolve_config
+    from localspec.runtime.context import Context, ContextSettings
+    from localspec.speculative import GenParams
+
+    prompts = ["Count from 1 to 10.", "Name three animals.", "Write two sentences about the sea.",
+               "Write a Python function that adds two numbers."]
+    spec = open_engine(resolve_config(RunFlags(target=str(smollm2_f16), draft=str(smollm2), drafters="model",
+                                               threads=1)))
+    alone = open_engine(resolve_config(RunFlags(target=str(smollm2_f16), no_draft=True, threads=1)))
+    fresh = Context(alone.pair.target, ContextSettings(n_ctx=2048, n_threads=1))
+    try:
+        same = drafted = 0
+        for text in prompts:
+            prompt = prompt_tokens(spec.pair.target, [{"role": "user", "content": text}])
+            want = alone.engine.generate(prompt, GenParams(max_tokens=48)).tokens
+            got = spec.engine.generate(prompt, GenParams(max_tokens=48))
+            drafted += got.stats.accepted
+            if got.tokens == want:
+                same += 1
+                continue
+            i = next(k for k, (a, b) in enumerate(zip(want, got.tokens)) if a != b)
+            fresh.clear()
+            fresh.prefill(prompt + want[:i])
+            row = fresh.logits(-1)
+            assert abs(row[want[i]] - row[got.tokens[i]]) < 0.1, f"{text!r} parts at {i}, and not at a near-tie"
+        assert drafted > 48 and same >= len(prompts) - 1, (same, drafted)
+    finally:
+        spec.close()
+        alone.close()

@@ -12,14 +12,6 @@ from localspec.conversations import ConversationStore
 from tests.cli_helpers import AGENT_ARGS, localspec
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("hello\n")
-    return ws
-
-
 def db(home: Path) -> Path:
     return home / "data" / "conversations.sqlite3"
 
@@ -112,6 +104,20 @@ def test_list_is_newest_first_and_searchable(tmp_path):
     assert empty.stdout == "" and "no saved conversations" in empty.stderr
 
 
+def test_the_list_shows_each_pair_whole(home, capsys):
+    from localspec.cli import main
+
+    remote = "Qwen2.5-Coder-7B-Instruct @ gpu-box.local:8000"
+    with ConversationStore(db(home)) as store:
+        for pair, title in ((remote, "on the server"), ("smol", "here")):
+            cid = store.create(pair=pair)
+            store.add_message(cid, {"role": "user", "content": title})
+    assert main(["sessions"]) == 0
+    head, *rows = capsys.readouterr().out.splitlines()
+    assert remote in rows[1] and " smol " in rows[0]
+    assert {row.index(title) for row, title in zip(rows, ("here", "on the server"))} == {head.index("TITLE")}
+
+
 @pytest.mark.slow  # the CLI in subprocesses
 def test_export_rename_delete(tmp_path):
     home = tmp_path / "home"
@@ -154,7 +160,7 @@ def test_export_rename_delete(tmp_path):
     (("--continue",), "no saved conversation yet"),
     (("--resume", "nope"), "no conversation 'nope'"),
     (("--continue", "--resume", "x"), "not allowed with"),
-    (("run", "hi", "--resume", "x"), "add --tools"),
+    (("run", "hi", "--resume", "x"), "no conversation 'x'"),  # a plain run carries one on too (issue 39.5)
     (("run", "hi", "--tools", "--resume", "nope"), "no conversation 'nope'"),
     (("run", "hi", "--tools", "--continue"), "no saved conversation yet"),
     (("run", ""), "the prompt is empty"),

@@ -19,6 +19,8 @@ from localspec.models import hub as hubmod
 from localspec.models.install import add_pair, pull_file, pull_pair, remove
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
+from localspec.models.selection import demo_model_path
+from localspec.settings.config_toml import load_config
 from tests.hub_server import DRAFT_FILE, DRAFT_REPO, TARGET_FILE, TARGET_REPO, catalog_toml
 from tests.hub_server import run_cli as run
 
@@ -211,6 +213,44 @@ def test_hf_token_is_sent(hub, home, monkeypatch):
     pull_file("test-org/private", "p.gguf")
     sent = [r["auth"] for r in hub.log if r["repo"] == "test-org/private"]
     assert sent and all(a == "Bearer hf_test_token" for a in sent)
+
+
+@pytest.mark.skipif(demo_model_path() is None, reason="needs the packaged demo model (localspec[demo])")
+def test_add_keeps_the_pair_in_use_the_default_unless_asked(tiny_hub, tiny_pair_paths, capsys):
+    """Issue 39.6: `add` beside the demo made the new pair the default, silently (with default_pair unset the first
+    added pair outranks the demo). Adding a model changes nothing that runs, as in Ollama or LM Studio, unless asked;
+    every line says which pair is the default."""
+    target = str(tiny_pair_paths[0])
+    assert run("add", "smol", "--target", target) == 0
+    out = capsys.readouterr().out
+    assert "the default pair stays 'demo' (run this one with --pair smol;" in out
+    assert resolve_selection().demo and load_config().default_pair == "demo"
+
+    assert run("add", "mine", "--target", target, "--default") == 0
+    assert "'mine' is the default pair now (it was 'demo')" in capsys.readouterr().out
+    # The same name again with other files replaces the pair, and says what it was.
+    assert run("add", "smol", "--target", target, "--draft", str(tiny_pair_paths[1])) == 0
+    assert f"(it replaces 'smol': {tiny_pair_paths[0].resolve()} + (no draft))" in capsys.readouterr().out
+    assert resolve_selection().pair == "mine"
+
+    # A pulled pair that does not become the default says which one is.
+    assert run("pull", "tiny") == 0
+    assert "the default pair is 'mine' (run this one with --pair tiny;" in capsys.readouterr().out
+    assert resolve_selection().pair == "mine"
+
+    # Removing the default pair does not leave a default that names nothing.
+    assert run("rm", "mine") == 0
+    assert "'mine' was the default pair: the default is now 'tiny'" in capsys.readouterr().out
+    assert load_config().default_pair is None and resolve_selection().pair == "tiny"
+    assert run("run", "hi", "--pair", "mine") == 1  # a pair that is gone: every pair there is gets named
+    assert "unknown pair 'mine' (pairs: tiny, mismatched, smol, demo;" in capsys.readouterr().err
+
+
+def test_the_first_pair_added_where_nothing_runs_is_the_default(home, tiny_pair_paths, capsys, monkeypatch):
+    monkeypatch.setattr("localspec.launch.resolve.demo_model_path", lambda: None)  # an install without [demo]
+    assert run("add", "smol", "--target", str(tiny_pair_paths[0])) == 0
+    assert "'smol' is the default pair (nothing else was installed)" in capsys.readouterr().out
+    assert resolve_selection().pair == "smol" and load_config().default_pair is None
 
 
 def test_add_registers_local_files_and_rm_forgets_them(home, tiny_pair_paths, tiny_other_vocab, capsys, monkeypatch):

@@ -19,6 +19,7 @@ from localspec.speculative.builder import build_engine
 from localspec.speculative.decoder import GenParams
 from localspec.speculative.drafting import TARGET_ONLY
 from localspec.tools import Policy, Toolbox
+from tests.cli_helpers import run_localspec
 from tests.scripted_gguf import QWEN3_ANSWER, write_scripted_gguf
 
 # After the reasoning, a call: the grammar forces `<tool_call>\n{"name": "list_dir", "arguments": {`, then the script
@@ -116,8 +117,7 @@ def test_thinking_off_reaches_the_template(models):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "localspec", "run", *args], capture_output=True, text=True,
-                          timeout=300)
+    return run_localspec("run", *args, timeout=300)  # a scratch LOCALSPEC_HOME: a plain run saves its conversation
 
 
 @pytest.mark.slow  # the CLI in subprocesses

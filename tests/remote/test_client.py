@@ -98,7 +98,7 @@ def test_llama_server_timings_are_read():
     assert from_llama_timings({"predicted_n": 64}) is None  # no draft model: no speculative statistics
 
 
-def test_run_command_with_openai_backend(tiny_server, capsys):
+def test_run_command_with_openai_backend(tiny_server, capsys, home):
     url, _ = tiny_server
     assert main(["run", "hello", "--backend", "openai", "--base-url", url + "/v1", "--model", "tiny",
                  "--max-tokens", "6"]) == 0
@@ -110,7 +110,7 @@ def test_run_command_with_openai_backend(tiny_server, capsys):
     assert data["usage"]["completion_tokens"] == 6
 
 
-def test_remote_errors_are_one_line(tiny_server, capsys):
+def test_remote_errors_are_one_line(tiny_server, capsys, home):
     url, _ = tiny_server
     # A request the server refuses (400, an OpenAI error body): the server's own message, its status, one line.
     # (Any model name is the loaded model, as in llama-server: a hard-coded "gpt-4o" is not an error.)
@@ -161,7 +161,7 @@ def llama_cpp_server(smollm2, tmp_path_factory):
         proc.wait(20)
 
 
-def test_against_llama_cpp_server_reports_no_statistics(llama_cpp_server, capsys):
+def test_against_llama_cpp_server_reports_no_statistics(llama_cpp_server, capsys, home):
     backend = RemoteBackend(llama_cpp_server)
     events, done = _collect(backend.stream(HELLO, max_tokens=6, temperature=0.0))
     assert backend.model == "smollm2"
@@ -174,7 +174,23 @@ def test_against_llama_cpp_server_reports_no_statistics(llama_cpp_server, capsys
     assert summary(None, "x") == "speculative statistics unavailable: x reports none"
 
 
-def test_a_hostile_servers_tool_call_is_shown_escaped(capsys):
+@pytest.mark.parametrize("stats, words", [
+    # localspec serve's field for a reply nothing was drafted for: its rate is 0.0, the summary says "–" as the
+    # local one does (never "0%" of nothing)
+    ({"source": "localspec", "drafted": 0, "accepted": 0, "acceptance_rate": 0.0, "mean_accepted_length": 1.0},
+     "accepted 0/0 draft tokens (–), 1.00 tokens/pass [localspec]"),
+    ({"source": "llama-server", "drafted": 0, "accepted": 0, "acceptance_rate": None, "mean_accepted_length": None},
+     "accepted 0/0 draft tokens (–) [llama-server]"),
+    ({"source": "localspec", "drafted": 8, "accepted": 6, "acceptance_rate": 0.75, "mean_accepted_length": 2.5,
+      "tokens_per_second": 40.0}, "accepted 6/8 draft tokens (75%), 2.50 tokens/pass, 40.0 tok/s [localspec]"),
+    ({"source": "vllm /metrics", "drafted": 8, "accepted": 6, "acceptance_rate": None, "mean_accepted_length": None},
+     "accepted 6/8 draft tokens [vllm /metrics]"),
+])
+def test_summary_words_the_figures_as_the_local_one_does(stats, words):
+    assert summary(stats) == words
+
+
+def test_a_hostile_servers_tool_call_is_shown_escaped(capsys, home):
     """`run --backend openai` prints the tool calls a server sends back; their name and arguments are the server's
     text, so terminal escapes in them are shown, not run. The server here is a stand-in for a hostile one: it
     answers every completion with such a call."""

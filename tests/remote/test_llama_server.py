@@ -74,11 +74,8 @@ def llama_server(smollm2, tmp_path_factory):
 
 
 @pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("buy milk\n")
-    return ws
+def workspace_files():
+    return {"notes.txt": "buy milk\n"}
 
 
 def test_the_agent_loop_runs_its_turns_on_llama_server(llama_server, workspace, tmp_path):

@@ -20,11 +20,8 @@ def server(chat_pair):  # noqa: F811
 
 
 @pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("buy milk\n")
-    return ws
+def workspace_files():
+    return {"notes.txt": "buy milk\n"}
 
 
 def agent(server, workspace, home, *args) -> dict:
@@ -33,6 +30,41 @@ def agent(server, workspace, home, *args) -> dict:
                      home=home)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("tools", [(), ("--tools",)])
+def test_a_base_url_without_v1_is_told_where_the_api_is(server, tmp_path, tools):
+    """The server root answers 404 for /models: the one-line error says the API is under /v1 and gives the URL."""
+    root = server.removesuffix("/v1")
+    proc = localspec("run", "hi", *tools, "--backend", "openai", "--base-url", root, "--max-tokens", "2",
+                     home=tmp_path / "home")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert "HTTP 404" in lines[0] and lines[0].endswith(f"try the base URL {root}/v1)")
+
+
+@pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
+def test_a_plain_run_on_the_server_is_saved_and_carried_on(server, tmp_path):
+    from localspec.conversations import ConversationStore
+
+    home = tmp_path / "home"
+
+    def plain(prompt, *args):
+        proc = localspec("run", prompt, "--backend", "openai", "--base-url", server, "--max-tokens", "4", *args,
+                         home=home)
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    first = json.loads(plain("my name is Ada", "--json").stdout)
+    cid = first["conversation"]
+    again = plain("what is my name?", "--continue")
+    assert again.stderr.strip().endswith(f"; saved as {cid}]")
+    with ConversationStore(home / "data" / "conversations.sqlite3") as store:
+        conv = store.get(cid, turns=True)
+    assert [m["content"] for m in conv.messages if m["role"] == "user"] == ["my name is Ada", "what is my name?"]
+    assert conv.pair == f"tiny @ {server.split('://', 1)[1]}" and conv.params["backend"] == "openai"
+    # The server was sent the conversation: the second turn's prompt holds the first exchange.
+    assert conv.turns[1]["stats"]["prompt_tokens"] > first["usage"]["prompt_tokens"] + 4
 
 
 @pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)

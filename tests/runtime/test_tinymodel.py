@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import time
 
 import gguf
 import llama_cpp as L
@@ -94,16 +93,17 @@ def draft(pair):
     m.close()
 
 
-def test_files_small_fast_and_deterministic(tmp_path):
-    t0 = time.perf_counter()
+def test_files_small_and_deterministic(tmp_path):
+    """What keeps the tiny models quick to write and to decode in every test is their size: a few hundred
+    thousand weights (the speed itself is not asserted here: timings on a shared CPU belong in benchmarks)."""
     target, draft = tiny_pair(tmp_path / "p")
     b = write_tiny_llama(tmp_path / "b.gguf", vocab="b")
     h = write_tiny_llama(tmp_path / "h.gguf", dtype="f16")
     again = write_tiny_llama(tmp_path / "again.gguf")
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 2.0, elapsed
     for p in (target, draft, b, h, again):
         assert p.stat().st_size < 2_000_000, (p, p.stat().st_size)
+        weights = sum(int(np.prod(t.shape)) for t in gguf.GGUFReader(str(p)).tensors)
+        assert weights < 300_000, (p, weights)
     assert h.stat().st_size < target.stat().st_size  # f16 matrices really are f16
     assert again.read_bytes() == target.read_bytes()
 

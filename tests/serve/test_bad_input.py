@@ -429,10 +429,9 @@ def test_a_body_trickled_slowly_is_cut_off_with_408(tiny_server, monkeypatch):
     """A client that sends a byte now and then (slowloris) does not hold its handler for ever."""
     monkeypatch.setattr("localspec.serve.body.MAX_BODY_SECONDS", 1.0)
     url, _ = tiny_server
-    start = time.monotonic()
+    # The body never arrives whole (20 of the 1000 bytes it announces): a 408 can only come from the cut-off.
     answer = _raw_post(url, b"Content-Length: 1000\r\n", [b"{"] * 20, pause=0.25)
     assert answer.startswith(b"HTTP/1.1 408") and b"request_timeout" in answer, answer[:300]
-    assert time.monotonic() - start < 10
     r = httpx.post(url + "/v1/chat/completions", json=body(), timeout=60)  # and the server goes on
     assert r.status_code == 200
 

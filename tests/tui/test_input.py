@@ -22,13 +22,6 @@ def anyio_backend():
     return "asyncio"
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
 async def test_paste_keeps_every_line_and_enter_sends(chat_pair, workspace, home):
     write_config(home, GREEDY)
     app = make_app(chat_pair, workspace, max_tokens=5)

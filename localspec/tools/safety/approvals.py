@@ -59,3 +59,9 @@ class ApprovalRequest:
 
 
 Approver = Callable[[ApprovalRequest], Union[bool, Decision, str, None]]
+
+
+class NotAsked(Exception):
+    """Raised by an approver that could ask nobody (no terminal on stdin, its input ended): the call does not run,
+    and the model is told why instead of that the user said no. The message says why, e.g. "there is no terminal
+    to ask on"."""
