@@ -105,6 +105,28 @@ BAD = [
      "response_format.json_schema.schema"),
     ("schema unsatisfiable", body(response_format={"type": "json_schema", "json_schema": {"schema": {"enum": []}}}),
      400, "response_format.json_schema.schema"),
+    # issue 38.8: schemas the grammar cannot enforce, which answered 200 with empty content and "stop"
+    ("schema pattern the grammar cannot follow", body(response_format={"type": "json_schema", "json_schema": {
+        "schema": {"type": "string", "pattern": "^(a{1000}){1000}$"}}}), 400, "response_format.json_schema.schema"),
+    ("optional property's pattern the grammar cannot follow", body(response_format={"type": "json_schema",
+        "json_schema": {"schema": {"type": "object", "properties": {
+            "a": {"type": "string", "pattern": "^(a{1000}){1000}$"}}}}}), 400, "response_format.json_schema.schema"),
+    ("tool pattern the grammar cannot follow", body(tools=[tool(parameters={"type": "object", "properties": {
+        "a": {"type": "string", "pattern": "^(a{1000}){1000}$"}}, "required": ["a"]})], tool_choice="required"),
+     400, "tools[0].function.parameters"),
+    ("schema that is itself", body(response_format={"type": "json_schema", "json_schema": {"schema": {
+        "$ref": "#"}}}), 400, "response_format.json_schema.schema"),
+    ("schema requiring itself", body(response_format={"type": "json_schema", "json_schema": {"schema": {
+        "type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]}}}), 400,
+     "response_format.json_schema.schema"),
+    ("schema requiring itself after a choice", body(response_format={"type": "json_schema", "json_schema": {
+        "schema": {"type": "object", "properties": {"y": {"type": "integer"}, "x": {"$ref": "#"}},
+                   "required": ["y", "x"]}}}), 400, "response_format.json_schema.schema"),
+    ("definitions requiring each other", body(tools=[tool(parameters={
+        "$defs": {"a": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/b"}},
+                  "b": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "required": ["a"]}},
+        "type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "required": ["a"]})], tool_choice="auto"),
+     400, "tools[0].function.parameters"),
     ("json_schema missing", body(response_format={"type": "json_schema"}), 400, "response_format"),
     ("response_format type unknown", body(response_format={"type": "yaml"}), 400, "response_format.type"),
     ("response_format a string", body(response_format="json"), 400, "response_format"),
@@ -269,6 +291,13 @@ GOOD = [
             "when": {"type": "string", "format": "date-time"}}, "required": ["tags"]}}}, max_tokens=40)),
     ("moderately deep schema", body(response_format={"type": "json_schema", "json_schema": {
         "name": "x", "schema": deep_schema(8)}}, max_tokens=4)),
+    ("recursive schema with a way out", body(response_format={"type": "json_schema", "json_schema": {
+        "name": "tree", "schema": {"type": "object", "properties": {
+            "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#"}}}, "required": ["v"]}}},
+        max_tokens=8)),
+    ("an ordinary pattern", body(tools=[tool(parameters={"type": "object", "properties": {
+        "zip": {"type": "string", "pattern": "^[0-9]{5}$"}}, "required": ["zip"]})], tool_choice="required",
+        max_tokens=20)),
 ]
 
 
