@@ -301,34 +301,11 @@ def _memory(pid: int, field: str) -> int:
 @pytest.fixture(scope="module")
 def server_process(tiny_target, tmp_path_factory):
     """`localspec serve` in a process of its own, whose memory can be read (/proc/PID/status)."""
-    import os
-    import subprocess
-    import sys
+    from tests.serve_helpers import serve_process
 
-    from tests.serve_helpers import free_port
-
-    port = free_port()
-    home = tmp_path_factory.mktemp("serve-home")
-    env = dict(os.environ, LOCALSPEC_HOME=str(home), HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, "-m", "localspec", "serve", "--target", str(tiny_target), "--port",
-                             str(port), "--ctx-size", "512", "--threads", "1", "--no-draft"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.2)
+    with serve_process(tiny_target, tmp_path_factory.mktemp("serve-home"), "--no-draft") as (url, pid):
         httpx.post(url + "/v1/chat/completions", json=body(), timeout=60)  # everything loaded once
-        yield url, proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(30)
+        yield url, pid
 
 
 @pytest.mark.slow  # seven 32 MiB bodies through a server of its own: about 20 s
