@@ -45,9 +45,6 @@ def serve_process(target, home, *extra: str, timeout: float = 120):
     import os
     import subprocess
     import sys
-    import time
-
-    import httpx
 
     port = free_port()
     env = dict(os.environ, LOCALSPEC_HOME=str(home), HF_HUB_OFFLINE="1")
@@ -57,19 +54,28 @@ def serve_process(target, home, *extra: str, timeout: float = 120):
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.2)
+        wait_until_healthy(url, proc, timeout)
         yield url, proc.pid
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def wait_until_healthy(url: str, proc, timeout: float = 60, why=lambda: "serve did not start") -> None:
+    """Wait for a server process to answer /health; fail (with `why()`) if it exits or takes over `timeout`."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, why()
+        time.sleep(0.2)
 
 
 def client(url: str, api_key: str = "unused", **kw):
