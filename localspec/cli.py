@@ -13,6 +13,7 @@ import sys
 import traceback
 
 from localspec import __version__
+from localspec.commands.shared_flags import APP_PREFIX
 from localspec.constants import ENV_DEBUG
 from localspec.errors import LocalspecError
 from localspec.terminal import safe_text
@@ -53,6 +54,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def app_option_before_command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> str:
+    """Why the command line is refused when an app option was written before a command other than `tui`
+    (`localspec --workspace /tmp/ws run --tools ...`), else ''. Such an option belongs to the app, and the command
+    never saw it: the run was confined to the current folder, a `--backend openai` run went to the local model.
+    Refused rather than moved over, because a name can mean something else after a command (`serve --api-key` is
+    the key its clients need, the app's `--api-key` the remote backend's)."""
+    command = getattr(args, "command", None)
+    if command is None or command == "tui":  # the app's own options: `tui` takes them before or after
+        return ""
+    words = argv[:argv.index(command)] if command in argv else argv
+    for action in parser._actions:
+        if not action.option_strings or not hasattr(args, action.dest) or \
+                not action.dest.startswith(APP_PREFIX) or action.dest == APP_PREFIX + "func":
+            continue
+        given = next((w.split("=", 1)[0] for w in words for o in action.option_strings
+                      if w.split("=", 1)[0] == o or (w.startswith("--") and o.startswith(w.split("=", 1)[0]))),
+                     action.option_strings[0])
+        sub = _subcommand(parser, command)
+        there = _SPELLED_THERE.get((command, given), given)
+        if sub is not None and there in sub._option_string_actions:
+            return f"{given} before the command is an option of the app (`localspec` alone): write it after " \
+                   f"`{command}` (localspec {command} {there} ...)"
+        return f"{given} before the command is an option of the app (`localspec` alone); `localspec {command}` " \
+               "does not take it"
+    return ""
+
+
+# App options a command spells differently: serve's own --api-key is the key its clients must send.
+_SPELLED_THERE = {("serve", "--api-key"): "--backend-api-key"}
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(name)
+    return None
+
+
 def debug_enabled(env=None) -> bool:
     value = (os.environ if env is None else env).get(DEBUG_ENV, "")
     return value.strip().lower() not in ("", "0", "false", "no", "off")
@@ -74,6 +113,9 @@ def _main(argv: list[str] | None) -> int:
         configure()  # LOCALSPEC_LOG=debug: the debug log file in the log folder
         parser = build_parser()
         args = parser.parse_args(argv)
+        misplaced = app_option_before_command(parser, args, sys.argv[1:] if argv is None else argv)
+        if misplaced:
+            parser.error(misplaced)
         if not getattr(args, "func", None):
             tui = getattr(args, "tui_func", None)
             if tui is None:

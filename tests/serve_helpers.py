@@ -38,6 +38,46 @@ def running_server(target, draft=None, *, model_id="tiny", n_ctx=512, api_key=No
         service.close()
 
 
+@contextlib.contextmanager
+def serve_process(target, home, *extra: str, timeout: float = 120):
+    """`localspec serve` in a process of its own (its home `home`, an ephemeral port), as a user starts it; yields
+    (base_url, pid) once it answers /health."""
+    import os
+    import subprocess
+    import sys
+
+    port = free_port()
+    env = dict(os.environ, LOCALSPEC_HOME=str(home), HF_HUB_OFFLINE="1")
+    env.pop("LOCALSPEC_API_KEY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "localspec", "serve", "--target", str(target), "--port", str(port),
+                             "--ctx-size", "1024", "--threads", "1", *extra], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(url, proc, timeout)
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def wait_until_healthy(url: str, proc, timeout: float = 60, why=lambda: "serve did not start") -> None:
+    """Wait for a server process to answer /health; fail (with `why()`) if it exits or takes over `timeout`."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, why()
+        time.sleep(0.2)
+
+
 def client(url: str, api_key: str = "unused", **kw):
     # max_retries=0: a 503 must surface in the tests, not be retried away by the client.
     return openai.OpenAI(base_url=url + "/v1", api_key=api_key, max_retries=0, timeout=180, **kw)

@@ -136,3 +136,43 @@ def test_every_option_with_a_default_says_it_in_its_help():
     silent = [f"{cmd} {opt} (default {default!r})" for cmd, opt, default, text in _options(cli.build_parser())
               if default not in (None, False, True, [], argparse.SUPPRESS) and "default" not in text]
     assert silent == []
+
+
+# -- issue 38.7: an app option written before a command is refused, never silently dropped -----------------------
+@pytest.mark.parametrize("argv,option,hint", [
+    (["--workspace", "/tmp", "run", "--tools", "hi", "--target", "missing.gguf"], "--workspace",
+     "localspec run --workspace"),
+    (["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "run", "hi", "--target", "missing.gguf"],
+     "--backend", "localspec run --backend"),
+    (["--base-url=http://127.0.0.1:9/v1", "run", "hi"], "--base-url", "localspec run --base-url"),
+    (["--mcp-config", "servers.json", "run", "--tools", "hi", "--target", "missing.gguf"], "--mcp-config",
+     "localspec run --mcp-config"),
+    (["--no-tools", "run", "hi", "--target", "missing.gguf"], "--no-tools", "`localspec run` does not take it"),
+    (["--works", "/tmp", "models"], "--works", "`localspec models` does not take it"),
+    (["--api-key", "k", "serve", "--target", "missing.gguf"], "--api-key", "localspec serve --backend-api-key"),
+    (["--pair", "x", "bench", "suite.jsonl"], "--pair", "localspec bench --pair"),
+])
+def test_an_app_option_before_a_command_is_refused_in_one_line(argv, option, hint, capsys):
+    with pytest.raises(SystemExit) as refused:  # a usage error, as argparse's own: exit 1
+        cli.main(argv)
+    assert refused.value.code == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: localspec: {option} before the command is an option of the app") and hint in err
+
+
+def test_app_options_before_tui_are_the_apps(tmp_path):
+    """`localspec --workspace DIR tui` is the app with DIR (the `tui` command's own defaults used to overwrite it),
+    and an option after `tui` still counts."""
+    from localspec.commands.tui import options_from_args
+
+    parser = cli.build_parser()
+    for argv in (["--workspace", str(tmp_path), "--no-tools", "--max-tokens", "7", "tui"],
+                 ["tui", "--workspace", str(tmp_path), "--no-tools", "--max-tokens", "7"],
+                 ["--workspace", "/", "tui", "--workspace", str(tmp_path), "--no-tools", "--max-tokens", "7"]):
+        args = parser.parse_args(argv)
+        assert cli.app_option_before_command(parser, args, argv) == ""
+        options = options_from_args(args)
+        assert (options.workspace, options.tools_on, options.max_tokens) == (tmp_path.resolve(), False, 7), argv
+    plain = options_from_args(parser.parse_args(["tui"]))
+    assert plain.tools_on and plain.max_tokens == 1024 and plain.workspace == Path.cwd().resolve()

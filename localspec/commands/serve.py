@@ -24,8 +24,12 @@ def register(sub) -> None:
     add_generation_args(p)  # server-side defaults for requests that leave a setting out
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
-    p.add_argument("--api-key", default=os.environ.get(ENV_API_KEY), metavar="KEY",
-                   help="require 'Authorization: Bearer KEY' (env LOCALSPEC_API_KEY); needed off loopback")
+    p.add_argument("--api-key", action="append", metavar="KEY",
+                   help="require 'Authorization: Bearer KEY' (env LOCALSPEC_API_KEY); needed off loopback; repeat it "
+                        "for several clients: each key drafts from a memory of its own")
+    p.add_argument("--draft-from-history", action="store_true",
+                   help="draft from your stored tool calls too (the conversation store); clients can then learn "
+                        "what those calls held through the drafting statistics (docs/security.md)")
     p.add_argument("--model-name", metavar="ID", help="model id clients send (default: pair name or target file name)")
     p.add_argument("--max-queue", type=int, default=16, metavar="N",
                    help="requests that may wait for the engine (default 16); more get HTTP 503 with Retry-After")
@@ -44,8 +48,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def api_keys(args) -> list[str]:
+    """The keys clients need: every --api-key, else LOCALSPEC_API_KEY, else none."""
+    given = [k for k in (getattr(args, "api_key", None) or []) if k]
+    env = os.environ.get(ENV_API_KEY)
+    return given or ([env] if env else [])
+
+
 def validate_serve_args(args) -> None:
-    if not is_loopback(args.host) and not args.api_key:
+    if not is_loopback(args.host) and not api_keys(args):
         raise ConfigError(f"refusing to listen on {args.host} without --api-key: anyone who can reach it could use "
                           "the model (or bind 127.0.0.1)")
     if not 0 <= args.port <= 65535:
@@ -72,18 +83,32 @@ def cmd_serve(args) -> int:
         fmt = get_format(args.tool_format)
     from localspec.runtime.compute_thread import ComputeThread
 
+    from localspec.agent.drafting_memory import call_history
+    from localspec.speculative import CallHistory, build_engine
+
+    keys = api_keys(args)
+    # A server is a shared surface: the owner's stored calls are drafted from only when the owner says so, and
+    # each key drafts from its own memory (serve/tenants.py).
+    stored = list(call_history().calls) if args.draft_from_history else []
     compute = ComputeThread("localspec-engine")
-    opened = compute.call(open_from_args, args)  # where it will generate: runtime/compute_thread.py says why
+    # Where it will generate: runtime/compute_thread.py says why.
+    opened = compute.call(open_from_args, args, history=CallHistory(stored))
     pair, engine, config = opened.pair, opened.engine, opened.config
     target = Path(pair.target.path)
     model_id = args.model_name or config.pair or target.stem  # the demo's pair name is "demo", as everywhere
     service = ChatService(pair, engine, model_id=model_id, defaults=config.params, fmt=fmt,
-                          max_waiting=args.max_queue, aliases=(target.name, target.stem), compute=compute)
+                          max_waiting=args.max_queue, aliases=(target.name, target.stem), compute=compute,
+                          more_engines=lambda: build_engine(pair, config.drafting, history=CallHistory(stored),
+                                                            costs=engine.costs),
+                          isolated=len(keys) > 1)
     draft = Path(pair.draft.path).name if pair.draft is not None else "none"
+    required = f"  API key required ({len(keys)} keys, a drafting memory each)" if len(keys) > 1 else \
+        "  API key required" if keys else ""
     print(f"localspec serve: http://{args.host}:{args.port}/v1  model '{model_id}' ({target.name}, draft {draft}, "
-          f"tool format {service.fmt.name}){'  API key required' if args.api_key else ''}", file=sys.stderr)
+          f"tool format {service.fmt.name}){required}"
+          f"{'  drafting from your stored tool calls' if args.draft_from_history else ''}", file=sys.stderr)
     try:
-        serve_forever(create_app(service, args.api_key), args.host, args.port)
+        serve_forever(create_app(service, keys), args.host, args.port)
     finally:
         service.close()
     return 0
@@ -96,11 +121,12 @@ def _serve_remote(args, remote, serve_forever, create_app) -> int:
 
     backend = RemoteBackend(remote.base_url, remote.model, remote.api_key)
     service = RemoteChatService(backend, model_id=args.model_name, max_waiting=args.max_queue)
+    keys = api_keys(args)
     print(f"localspec serve: http://{args.host}:{args.port}/v1  model '{service.model_id}' (answered by "
-          f"{backend.base_url}, model {backend.model}){'  API key required' if args.api_key else ''}",
+          f"{backend.base_url}, model {backend.model}){'  API key required' if keys else ''}",
           file=sys.stderr)
     try:
-        serve_forever(create_app(service, args.api_key), args.host, args.port)
+        serve_forever(create_app(service, keys), args.host, args.port)
     finally:
         service.close()
     return 0

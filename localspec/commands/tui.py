@@ -28,14 +28,16 @@ def add_top_level_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_args(p: argparse.ArgumentParser, top_level: bool = False) -> None:
-    # Top level: SUPPRESS keeps a subcommand's namespace free of these names unless the user gave them.
-    default = argparse.SUPPRESS if top_level else None
+    # SUPPRESS as every default, at the top level and on `tui` alike: a namespace holds these names only where the
+    # user gave them, so a command can tell that an app option came before it (cli.py refuses those), and
+    # `localspec --workspace DIR tui` keeps DIR (a default of `tui`'s own would overwrite it).
+    default = argparse.SUPPRESS
     g = p.add_argument_group("app") if top_level else p
     # Every model, drafting and sampling flag `localspec run` takes (commands/shared_flags.py), under APP_PREFIX.
-    add_model_args(g, prefix=APP_PREFIX, suppress=top_level)
-    add_generation_args(g, prefix=APP_PREFIX, suppress=top_level, max_tokens=APP_MAX_TOKENS)
-    add_thinking_args(g, prefix=APP_PREFIX, suppress=top_level)
-    add_remote_args(g, prefix=APP_PREFIX, suppress=top_level)
+    add_model_args(g, prefix=APP_PREFIX, suppress=True)
+    add_generation_args(g, prefix=APP_PREFIX, suppress=True, max_tokens=APP_MAX_TOKENS)
+    add_thinking_args(g, prefix=APP_PREFIX, suppress=True)
+    add_remote_args(g, prefix=APP_PREFIX, suppress=True)
     g.add_argument("--no-tools", dest="tui_no_tools", action="store_true", default=default,
                    help="new chats start with the tools off (F6 switches them; the default is settings' "
                         "tools.enabled, on)")

@@ -76,7 +76,15 @@ CREATE TABLE IF NOT EXISTS generations (
 CREATE INDEX IF NOT EXISTS generations_by_conversation ON generations(conversation);
 """
 
-SCHEMA_VERSION = 3
+# Version 4: each call and generation also names the newest message of its conversation when it was kept (the
+# message it answered, or the assistant message that made the call), so that deleting messages deletes what was
+# remembered of them (ConversationStore.delete_messages). Rows kept before have NULL there: their time decides.
+V4 = """
+ALTER TABLE calls ADD COLUMN after_message INTEGER;
+ALTER TABLE generations ADD COLUMN after_message INTEGER
+"""
+
+SCHEMA_VERSION = 4
 
 
 def _to_v1(db: sqlite3.Connection) -> None:
@@ -91,8 +99,12 @@ def _to_v3(db: sqlite3.Connection) -> None:
     _script(db, V3)
 
 
+def _to_v4(db: sqlite3.Connection) -> None:
+    _script(db, V4)
+
+
 # from-version -> the function that brings a database of that version to the next one.
-UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {0: _to_v1, 1: _to_v2, 2: _to_v3}
+UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {0: _to_v1, 1: _to_v2, 2: _to_v3, 3: _to_v4}
 
 
 class NewerSchema(sqlite3.DatabaseError):

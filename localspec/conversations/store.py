@@ -220,8 +220,8 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
         now = time.time()
 
         def tx(db):
-            db.execute("INSERT INTO calls (conversation, tool, text, created) VALUES (?, ?, ?, ?)",
-                       (cid, tool, text, now))
+            db.execute("INSERT INTO calls (conversation, tool, text, created, after_message) VALUES (?, ?, ?, ?, "
+                       f"{_NEWEST_MESSAGE})", (cid, tool, text, now, cid))
             db.execute("DELETE FROM calls WHERE id IN (SELECT id FROM (SELECT id, "
                        "ROW_NUMBER() OVER (ORDER BY id DESC) AS n, "
                        "SUM(LENGTH(text)) OVER (ORDER BY id DESC) AS chars FROM calls) "
@@ -236,8 +236,8 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
         toks = json.dumps([int(t) for t in tokens]) if vocab and tokens else None
 
         def tx(db):
-            db.execute("INSERT INTO generations (conversation, prompt, output, vocab, tokens, created) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (cid, prompt, output, vocab, toks, now))
+            db.execute("INSERT INTO generations (conversation, prompt, output, vocab, tokens, created, after_message) "
+                       f"VALUES (?, ?, ?, ?, ?, ?, {_NEWEST_MESSAGE})", (cid, prompt, output, vocab, toks, now, cid))
             db.execute("DELETE FROM generations WHERE id IN (SELECT id FROM (SELECT id, "
                        "SUM(LENGTH(prompt) + LENGTH(output)) OVER (ORDER BY id DESC) AS chars FROM generations) "
                        "WHERE chars > ?)", (GENERATION_CHARS,))
@@ -246,15 +246,23 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
     def delete_messages(self, cid: str, start: int, stop: int | None = None) -> int:
         """Delete the conversation's messages from position `start` up to `stop` (exclusive; None: to the end), in
         the order messages() gives them, in one transaction (the app's edit, regenerate and delete). Returns how
-        many went."""
+        many went.
+
+        What drafting remembered from the first deleted message on goes with them: the calls and generations kept
+        after the message before it (a reply's generation is kept before the reply is, and later generations hold
+        the tail of a prompt that quoted the deleted text), so recall and `serve --draft-from-history` never draft
+        from a deleted message again. Kept messages after a deleted range lose only their drafting hints."""
         if start < 0 or (stop is not None and stop < start):
             raise ValueError(f"bad message range {start}:{stop}")
         gone = 0
 
         def tx(db):
             nonlocal gone
-            ids = [r[0] for r in db.execute("SELECT id FROM messages WHERE conversation = ? ORDER BY id",
-                                            (cid,)).fetchall()[start:stop]]
+            rows = db.execute("SELECT id, created FROM messages WHERE conversation = ? ORDER BY id",
+                              (cid,)).fetchall()
+            ids = [r[0] for r in rows[start:stop]]
+            if ids:
+                _forget_from(db, cid, rows[start - 1] if start > 0 else None)
             db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (time.time(), cid))
             gone = len(ids)
@@ -388,6 +396,22 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise ConversationError(f"conversation store {self.path}: {_why(exc)}") from None
+
+
+# The newest message of the conversation named by the statement's last parameter: what a call or generation
+# follows (migrations.py, version 4).
+_NEWEST_MESSAGE = "(SELECT MAX(id) FROM messages WHERE conversation = ?)"
+
+
+def _forget_from(db, cid: str, before: tuple | None) -> None:
+    """Delete the conversation's calls and generations kept after message `before` (id, created) was; all of
+    them when None. Rows from before schema 4 name no message: their time decides."""
+    for table in ("calls", "generations"):  # fixed names, never input
+        if before is None:
+            db.execute(f"DELETE FROM {table} WHERE conversation = ?", (cid,))
+        else:
+            db.execute(f"DELETE FROM {table} WHERE conversation = ? AND (after_message >= ? OR "
+                       "(after_message IS NULL AND created >= ?))", (cid, *before))
 
 
 _SELECT = ("SELECT c.id, c.title, c.created, c.updated, c.pair, c.workspace, c.system, c.params, "

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from localspec.launch.run_config import RunConfig
 from localspec.models.paths import get_paths
+from localspec.private_files import report
 from localspec.prompting.template_file import apply_chat_template
 from localspec.runtime.pair import LoadedPair, load_pair
 from localspec.runtime.prefixes import PrefixStore, Wanted, model_key
@@ -53,7 +54,8 @@ def keep_prefixes(pair: LoadedPair, folder: Path | None = None) -> None:
     folder per model file and context layout, one list of wanted prefixes for both (they see the same prompts)."""
     from importlib.metadata import version  # llama.cpp's version is part of a state's identity
 
-    folder = folder or get_paths().cache_dir / "prefixes"
+    cache = get_paths().cache_dir
+    folder = folder or cache / "prefixes"
     wanted = Wanted()
     for ctx in (pair.target_ctx, pair.draft_ctx):
         if ctx is None:
@@ -61,7 +63,9 @@ def keep_prefixes(pair: LoadedPair, folder: Path | None = None) -> None:
         s = ctx.settings
         key = model_key(ctx.model.path, version("llama_cpp_python"), s.flash_attn, s.swa_full, s.n_batch,
                         ctx.model.settings.n_gpu_layers)
-        ctx.prefixes = PrefixStore(folder / key, wanted)
+        # Private from the cache folder down (0700, ours); a refused file is one line, a notice in the app.
+        top = cache if cache in folder.parents else folder
+        ctx.prefixes = PrefixStore(folder / key, wanted, top=top, report=report)
 
 
 def open_engine(config: RunConfig, *, history: CallHistory | None = None, memory: SpanMemory | None = None,

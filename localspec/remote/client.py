@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
 from localspec.errors import LocalspecError
 from localspec.prompting.formats.base import coerce_arguments
@@ -60,6 +61,45 @@ class RemoteDone:
     reasoning: str = ""
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:  # a port that is not a number: no origin we would send the key to
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def key_may_follow(old_url: str, new_url: str) -> bool:
+    """Whether the API key may go with a redirect from `old_url` to `new_url`: only to the same origin (scheme,
+    host and port), or from http to https on the same host. Why: urllib's own redirect handler copies every
+    header, so a 302 from the configured server to another host sent it `Authorization: Bearer ...`, and a redirect
+    from https to http would send the key in clear."""
+    old, new = _origin(old_url), _origin(new_url)
+    if old == new:
+        return True
+    return old[0] == "http" and new[0] == "https" and old[1] == new[1] and old[2] == 80 and new[2] == 443
+
+
+class _KeyStaysHome(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as urllib does, without the Authorization header where key_may_follow says no."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and not key_may_follow(req.full_url, new.full_url):
+            for name in [k for k in new.headers if k.lower() == "authorization"]:
+                del new.headers[name]
+            new.unredirected_hdrs.pop("Authorization", None)
+        return new
+
+
+_OPENER = urllib.request.build_opener(_KeyStaysHome())
+
+
 class RemoteBackend:
     def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None, *,
                  timeout: float = 600.0):
@@ -86,7 +126,7 @@ class RemoteBackend:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(url, data=data, headers=self._headers(), method="POST" if data else "GET")
         try:
-            return urllib.request.urlopen(req, timeout=timeout or self.timeout)
+            return _OPENER.open(req, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as exc:
             raise RemoteError(f"{url}: HTTP {exc.code}: {_error_text(exc)}{self._v1_hint(exc.code)}") from None
         except (urllib.error.URLError, OSError) as exc:

@@ -353,43 +353,38 @@ class Context:
 
     # -- saved prefix states ------------------------------------------------------------------------------------
     def _save(self, path, store) -> bool:
-        """Save what the cache holds (a whole wanted prefix) to `path`; a failure is noted, never raised."""
+        """Save what the cache holds (a whole wanted prefix) to `path` in runtime/state_files.py's checked format;
+        a failure is noted, never raised."""
         if not store.writable():
             return False
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        arr = (lib.llama_token * len(self.tokens))(*self.tokens)
-        try:
-            ok = lib.llama_state_seq_save_file(self.ptr, str(tmp).encode(), 0, arr, len(self.tokens)) > 0
-            if ok:
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, path)  # whole or absent: another process never reads half a file
-        except OSError as exc:
-            ok = False
-            store.error = f"cannot save a prompt prefix to {path}: {exc.strerror or exc}"
-        finally:
-            if tmp.exists():
-                tmp.unlink(missing_ok=True)
-        if ok:
-            store.prune()
-        return ok
+        size = lib.llama_state_seq_get_size(self.ptr, 0)
+        if not size or not store.room_for(len(self.tokens), size):
+            return False
+        buf = (ctypes.c_uint8 * size)()
+        got = lib.llama_state_seq_get_data(self.ptr, buf, size, 0)
+        if not got:
+            store.error = "llama.cpp could not copy the prompt prefix's state"
+            return False
+        with memoryview(buf) as view:
+            return store.write(path, self.tokens, view[:got])
 
     def _restore(self, path, expected: Sequence[int]) -> bool:
-        """Load a saved prefix state into the (cleared) cache; False, with the cache empty, when the file is
-        unreadable or holds other tokens than `expected` (it is then deleted: it would never match)."""
-        cap = len(expected)
-        arr = (lib.llama_token * cap)()
-        n_out = ctypes.c_size_t(0)
+        """Load a saved prefix state into the (cleared) cache; False, with the cache empty, when the store refuses
+        the file (damaged, foreign, planted or for other tokens: it is removed and said in one line) or llama.cpp
+        cannot take it. The file is checked whole before llama.cpp sees it, and llama.cpp reads it from memory:
+        its own file loader aborted the process on a truncated file."""
+        store = self.prefixes
         self.clear()
-        try:
-            read = lib.llama_state_seq_load_file(self.ptr, str(path).encode(), 0, arr, cap, ctypes.byref(n_out))
-        except OSError:
-            read = 0
-        if read and n_out.value == cap and list(arr[:cap]) == list(expected):
-            self.tokens = list(expected)
-            return True
-        self.clear()
-        try:
-            path.unlink()
-        except OSError:
-            pass
-        return False
+        payload = store.read(path, expected) if store is not None else None
+        if payload is None:
+            return False
+        data = (ctypes.c_uint8 * len(payload)).from_buffer(payload)
+        read = lib.llama_state_seq_set_data(self.ptr, data, len(payload), 0)
+        del data
+        if read != len(payload):
+            self.clear()
+            if store is not None:
+                store.refuse(path, "llama.cpp could not load it")
+            return False
+        self.tokens = list(expected)
+        return True

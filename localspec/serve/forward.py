@@ -47,7 +47,7 @@ class RemoteChatService:
     def plan(self, req: ChatRequest) -> ChatRequest:
         return req  # the backend checks what it can serve; its 400s come back as ours
 
-    def start(self, req: ChatRequest, emit: Emit, client: str = "") -> Job:
+    def start(self, req: ChatRequest, emit: Emit, client: str = "", tenant: str = "") -> Job:
         def job_fn(job: Job) -> None:
             try:
                 self._forward(req, job, emit)

@@ -10,6 +10,7 @@ import hmac
 import json
 import logging
 import time
+from typing import Sequence
 
 from localspec.serve.api_errors import APIError, internal, unauthorized
 from localspec.serve.body import parse_json, read_body
@@ -24,7 +25,8 @@ log = logging.getLogger("localspec.serve")  # one line per request for the debug
 RELAY_S = 0.02  # a stream's events wake the event loop at most this often (see _relay)
 
 
-def create_app(service: ChatService, api_key: str | None = None):
+def create_app(service: ChatService, api_key: str | Sequence[str] | None = None):
+    """`api_key`: the key, or keys (each its own tenant: serve/tenants.py), every API request needs; None: none."""
     from sse_starlette.sse import EventSourceResponse
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -32,13 +34,22 @@ def create_app(service: ChatService, api_key: str | None = None):
     from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.routing import Route
 
-    def check_key(request: Request) -> None:
-        if api_key is None:
-            return
+    keys = [api_key] if isinstance(api_key, str) else list(api_key or ())
+
+    def check_key(request: Request) -> str:
+        """The request's tenant: the name of the key it carries ('' without keys); 401 without a valid one."""
+        if not keys:
+            return ""
         got = request.headers.get("authorization", "")
         scheme, _, token = got.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), api_key.encode()):
+        given = token.strip().encode()
+        found = ""
+        for i, key in enumerate(keys):  # every key compared, in constant time: which one matched is not timed
+            if hmac.compare_digest(given, key.encode()):
+                found = f"key{i + 1}"
+        if scheme.lower() != "bearer" or not found:
             raise unauthorized()
+        return found
 
     async def models(request: Request):
         check_key(request)
@@ -60,7 +71,7 @@ def create_app(service: ChatService, api_key: str | None = None):
             raise
 
     async def _chat(request: Request):
-        check_key(request)
+        tenant = check_key(request)
         body = await asyncio.to_thread(parse_json, await read_body(request))  # a big body takes a second
         req = parse_chat_request(body)
         plan = await asyncio.to_thread(service.plan, req)  # tokenizing and schema checks: off the event loop
@@ -77,7 +88,7 @@ def create_app(service: ChatService, api_key: str | None = None):
         else:
             log.info("chat request from %s: %d messages, %d tools, stream=%s: to the backend", client or "?",
                      len(req.messages), len(req.tools), req.stream)
-        job = service.start(plan, emit, client=client)
+        job = service.start(plan, emit, client=client, tenant=tenant)
         rid, created, mid = new_id(), now(), service.model_id
         if req.stream:
             service.metrics.request(200)
@@ -195,4 +206,4 @@ def create_app(service: ChatService, api_key: str | None = None):
     # Starlette types each handler as taking any Exception; one registered for a subclass gets only that subclass.
     app = Starlette(routes=routes, exception_handlers={APIError: api_error, HTTPException: http_error,  # type: ignore[dict-item]
                                                        Exception: crash})
-    return app if api_key is not None else LoopbackOnly(app)  # no key: no web pages, no rebound DNS names
+    return app if keys else LoopbackOnly(app)  # no key: no web pages, no rebound DNS names

@@ -14,6 +14,7 @@ from localspec.prompting import thinking as think
 from localspec.prompting.formats import ToolCallFormat
 from localspec.prompting.prompt import chat_prompt_tokens
 from localspec.serve.api_errors import bad_request
+from localspec.serve.satisfiable import never_satisfied
 from localspec.serve.schemas import ChatRequest
 from localspec.speculative import JSON_OPTIONS, GenParams, check_grammar, json_schema_grammar, tools_schema
 from localspec.turns import TurnRequest
@@ -106,6 +107,33 @@ def check_enforceable(schema: dict | None, param: str) -> None:
     if err.startswith("Unimplemented keys"):
         raise bad_request(f"invalid schema: this server cannot enforce the JSON Schema keywords "
                           f"{err.partition(':')[2].strip()}", param, "invalid_schema")
+    why = never_satisfied(schema)
+    if why:
+        raise bad_request(f"invalid schema: {why}", param, "invalid_schema")
+
+
+MAX_PATTERNS = 64  # string patterns checked one by one per schema; more is refused (each may cost a lexer build)
+
+
+def check_patterns(schema, model, param: str) -> None:
+    """400 for a string `pattern` anywhere in the schema that the engine cannot follow (^(a{1000}){1000}$: llguidance
+    gives up with "too many expressions" once the string starts). Checked each on its own, because the whole
+    schema's first steps reach only the patterns of properties it requires."""
+    patterns: list[str] = []
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str) and node["pattern"] not in patterns:
+                patterns.append(node["pattern"])
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    if len(patterns) > MAX_PATTERNS:
+        raise bad_request(f"invalid schema: more than {MAX_PATTERNS} distinct string patterns", param,
+                          "invalid_schema")
+    for pattern in patterns:
+        _checked(lambda: json_schema_grammar({"type": "string", "pattern": pattern}), model, param)
 
 
 def _checked(grammar_fn, model, param: str) -> str:
@@ -157,9 +185,16 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
     if use_tools:
         for i, t in enumerate(req.tools):
             if t in tools:
-                check_enforceable(t["function"].get("parameters"), f"tools[{i}].function.parameters")
+                param = f"tools[{i}].function.parameters"
+                check_enforceable(t["function"].get("parameters"), param)
+                # The call grammar's first steps stop at the choice of tool: each tool's arguments are checked
+                # the way the engine will follow them (speculative/grammar.py: followable).
+                parameters = t["function"].get("parameters")
+                _checked(lambda: json_schema_grammar(parameters), model, param)
+                check_patterns(parameters, model, param)
     if req.response_format is not None:
         check_enforceable(req.json_schema, "response_format.json_schema.schema")
+        check_patterns(req.json_schema, model, "response_format.json_schema.schema")
         schema = req.json_schema
         if use_tools and req.tool_choice == "auto":
             plan.grammar = _checked(lambda: _answer_or_call_grammar(model, schema, tools, fmt), model,

@@ -1,8 +1,9 @@
 """Validate a /v1/chat/completions body into a ChatRequest (400 with the offending `param` on bad input).
 
 Types are strict where OpenAI's API is (pydantic strict mode): `"stream": "no"` is not true, `"n": true` is not 1,
-`1.0` is not an integer. Unknown top-level fields are ignored, as OpenAI-compatible servers do (clients send many
-optional extras); message fields we do not use are dropped before the template sees them. What is passed on to the
+`1.0` is not an integer. Unknown fields are ignored, as OpenAI-compatible servers do (clients send many optional
+extras), while they are small (IGNORED_BYTES: a bigger one is a 400, not memory spent for nothing); message fields
+we do not use are dropped before the template sees them. What is passed on to the
 chat template (`chat_template_kwargs`) is the exception: an unknown name there is a 400, not silently nothing.
 """
 
@@ -50,8 +51,44 @@ class ChatRequest:
         return rf["json_schema"].get("schema") if rf and rf["type"] == "json_schema" else None
 
 
+IGNORED_BYTES = 64 << 10  # an unknown field this big (as JSON, about) is refused, not ignored
+
+
+def heavier_than(value: Any, limit: int) -> bool:
+    """Whether `value` is bigger than `limit` bytes of JSON, about (walked iteratively, stopping at the limit)."""
+    todo, weight = [value], 0
+    while todo:
+        node = todo.pop()
+        if isinstance(node, str):
+            weight += len(node) + 2
+        elif isinstance(node, dict):
+            weight += 2 + 4 * len(node) + sum(len(k) for k in node)
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            weight += 2 + len(node)
+            todo.extend(node)
+        else:
+            weight += 8
+        if weight > limit:
+            return True
+    return False
+
+
 class _Strict(BaseModel):
+    # Fields this server does not use are ignored, as OpenAI-compatible servers do, but only while they are small:
+    # a big one costs memory for nothing and says the client expected something this server does not do.
     model_config = ConfigDict(strict=True, extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _small_extras(cls, data):
+        if isinstance(data, dict):
+            known = {f.alias or name for name, f in cls.model_fields.items()}
+            for key, value in data.items():
+                if key not in known and heavier_than(value, IGNORED_BYTES):
+                    raise ValueError(f"'{str(key)[:60]}' is not an argument this server uses, and at over "
+                                     f"{IGNORED_BYTES >> 10} KiB too big to ignore")
+        return data
 
 
 class _FunctionCall(_Strict):

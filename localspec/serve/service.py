@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from localspec.prompting.formats import ToolCallFormat
 from localspec.prompting.prompt import tool_format
@@ -14,6 +15,7 @@ from localspec.serve.plan import Plan, make_plan
 from localspec.serve.queue import Job, QueueFull, WorkQueue
 from localspec.serve.responses import now
 from localspec.serve.schemas import ChatRequest
+from localspec.serve.tenants import EngineFactory, Tenant, Tenants
 from localspec.speculative import GenParams
 from localspec.turns import TurnEngine
 
@@ -23,7 +25,10 @@ log = logging.getLogger("localspec.serve")
 class ChatService:
     def __init__(self, pair, engine, *, model_id: str, defaults: GenParams = GenParams(),
                  fmt: ToolCallFormat | None = None, max_waiting: int = 16, aliases: tuple[str, ...] = (),
-                 compute: ComputeThread | None = None):
+                 compute: ComputeThread | None = None, more_engines: EngineFactory | None = None,
+                 isolated: bool = False):
+        """`engine`: the first tenant's; `more_engines` builds one for each further tenant (serve/tenants.py), and
+        `isolated` (several API keys) makes every key a tenant of its own."""
         self.pair = pair
         self.engine = engine
         self.model = pair.target
@@ -32,7 +37,9 @@ class ChatService:
         self.aliases = {model_id, *aliases}
         self.defaults = defaults
         self.fmt = fmt or tool_format(self.model)
-        self.turns = TurnEngine(engine, self.model, self.fmt)
+        self.tenants = Tenants(engine, more_engines, isolated=isolated)
+        self._turns: dict[int, TurnEngine] = {}
+        self.turns = self._turns_for(engine)
         self.metrics = Metrics()
         self.queue = WorkQueue(max_waiting)
         # The thread that loaded the pair generates too (runtime/compute_thread.py says why); None: the queue's.
@@ -69,15 +76,25 @@ class ChatService:
             return
         self.engine.keep_prefix(prefix)
 
-    def start(self, plan: Plan, emit: Emit, client: str = "") -> Job:
-        """Queue the generation; events reach `emit` from the worker thread. Raises APIError 503 when full."""
+    def _turns_for(self, engine) -> TurnEngine:
+        turns = self._turns.get(id(engine))
+        if turns is None:
+            turns = self._turns[id(engine)] = TurnEngine(engine, self.model, self.fmt)
+        return turns
+
+    def start(self, plan: Plan, emit: Emit, client: str = "", tenant: str = "") -> Job:
+        """Queue the generation for `tenant` (its API key's name; '' without keys); events reach `emit` from the
+        worker thread. Raises APIError 503 when full."""
+        who = self.tenants.get(tenant)
+        turns = self._turns_for(who.engine)
+        counted = self._counted(emit, who, plan)
 
         def job_fn(job: Job) -> None:
             try:
                 if self.compute is not None:
-                    self.compute.call(run_plan, self.turns, plan, job.cancel, self._counted(emit))
+                    self.compute.call(run_plan, turns, plan, job.cancel, counted)
                 else:
-                    run_plan(self.turns, plan, job.cancel, self._counted(emit))
+                    run_plan(turns, plan, job.cancel, counted)
             except Exception as exc:  # the engine failed: answer 500, keep serving
                 log.exception("generation failed")
                 emit(ErrorEvent(internal(f"generation failed: {exc}")))
@@ -90,12 +107,14 @@ class ChatService:
         except QueueFull as full:
             raise overloaded(full.retry_after) from None
 
-    def _counted(self, emit: Emit) -> Emit:
+    def _counted(self, emit: Emit, tenant: Tenant, plan: Plan) -> Emit:
+        """Count a finished generation (all tenants together, /metrics) and report it as its tenant sees it."""
         def wrapped(ev):
             if isinstance(ev, DoneEvent):
                 self.metrics.observe(ev.stats, ev.finish_reason)
                 log.info("generation done: finish=%s, %d prompt + %d completion tokens, %s", ev.finish_reason,
                          ev.prompt_tokens, ev.completion_tokens, ev.stats.summary())
+                ev = replace(ev, stats=self.tenants.view(tenant, plan.prompt, ev.stats))
             emit(ev)
         return wrapped
 

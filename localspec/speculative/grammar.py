@@ -7,6 +7,7 @@ so it is built once per model.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import weakref
@@ -123,10 +124,58 @@ def json_schema_grammar(schema: dict | None) -> str:
 
 
 def check_grammar(grammar: str, model=None) -> None:
-    """Raise ConfigError with llguidance's message if the grammar (e.g. a user's JSON Schema) is invalid."""
+    """Raise ConfigError with llguidance's message if the grammar (e.g. a user's JSON Schema) is invalid, or, given
+    the model, if the engine could not follow it from its first token (see `followable`)."""
     err = LLMatcher.validate_grammar(grammar, lltokenizer(model) if model is not None else None)
     if err and not err.startswith("WARNING"):
         raise ConfigError(f"invalid schema: {err.splitlines()[0]}")
+    if model is not None:
+        why = followable(grammar, model)
+        if why:
+            raise ConfigError(f"invalid schema: {why}")
+
+
+def followable(grammar: str, model) -> str:
+    """Why the engine could not generate under `grammar`, or ''. What the engine does first: the first token mask
+    and the tokens the grammar forces from there. Why: a grammar llguidance accepts can still fail there, and the
+    generation then ended at once with empty content and finish_reason "stop": a pattern like ^(a{1000}){1000}$
+    (2 s to build, then "lexer error: too many expressions"), `{"$ref": "#"}` (no token allowed), a required
+    property that is the schema itself ("too many items" while forcing `{"x": {"x": ...`). Cached per grammar and
+    model, the answer too when it is a refusal: a client repeating a costly schema pays once."""
+    key = hashlib.sha256(grammar.encode("utf-8", "surrogatepass")).digest()  # a schema can be megabytes
+    with _tok_lock:
+        cache = _followable.setdefault(model, {})
+        if key in cache:
+            return cache[key]
+    try:
+        constraint = GrammarConstraint(model, grammar)
+        matcher = constraint.matcher
+        why = ""
+        for _ in range(FOLLOWED_STEPS):  # the mask, then the forced tokens taken, as the engine's steps do
+            allowed = constraint.allowed()
+            forced = constraint.forced()
+            if matcher.is_error():
+                why = f"the grammar cannot be followed ({matcher.get_error().splitlines()[0][:200]})"
+                break
+            if not allowed.any() and not matcher.is_accepting():
+                why = "no output can satisfy it"
+                break
+            if not forced or not constraint.consume_valid_prefix(forced):
+                break
+        if not why and matcher.is_error():
+            why = f"the grammar cannot be followed ({matcher.get_error().splitlines()[0][:200]})"
+    except ConfigError as exc:
+        why = f"the grammar cannot be followed ({str(exc).partition(': ')[2][:200]})"
+    with _tok_lock:
+        if len(cache) >= FOLLOWABLE_CACHE:
+            cache.pop(next(iter(cache)))
+        cache[key] = why
+    return why
+
+
+FOLLOWED_STEPS = 4  # rounds of (mask, forced tokens) tried: the failures above show in the first two
+FOLLOWABLE_CACHE = 256  # grammars per model: a server sees the same few tool sets again and again
+_followable: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 # Wrap-up preferences (GrammarConstraint.closing_allowed), by where the generation stands: inside a string, the

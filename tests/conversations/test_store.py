@@ -245,3 +245,98 @@ def test_recorder_saves_each_message_of_a_real_agent_run(tiny_target, tmp_path):
             assert recorder.error and "deleted" in recorder.error
     finally:
         pair.close()
+
+
+# -- issue 38.6: a deleted message leaves no row anywhere ---------------------------------------------------------
+def _rows_holding(path, needle: str) -> list[str]:
+    """Every row of every table of the database whose text holds `needle`: (table, row) as text."""
+    db = sqlite3.connect(path)
+    try:
+        found = []
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            for row in db.execute(f"SELECT * FROM {table}").fetchall():
+                if needle in " ".join(str(v) for v in row):
+                    found.append(f"{table}: {row!r:.120}")
+        return found
+    finally:
+        db.close()
+
+
+def test_a_deleted_message_leaves_no_row_anywhere(tiny_target, tmp_path):
+    """A real agent recording as the app does (its calls kept for history drafting, its generations for recall),
+    then the app's edit/regenerate/delete (delete_messages) and `sessions delete` (delete): nothing of a deleted
+    message stays in messages, calls or generations, so recall and serve never draft from it again."""
+    from localspec.agent import Agent
+    from localspec.agent.drafting_memory import StoredGenerations, call_history
+    from localspec.agent.record import ConversationRecorder
+    from localspec.runtime.context import ContextSettings
+    from localspec.runtime.pair import load_pair
+    from localspec.speculative.builder import build_engine
+    from localspec.speculative.decoder import GenParams
+    from localspec.speculative.drafting import DraftingConfig
+    from localspec.tools import Policy, Toolbox
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = tmp_path / "c.sqlite3"
+    pair = load_pair(tiny_target, None, ctx=ContextSettings(n_ctx=4096, n_threads=1))
+    try:
+        with ConversationStore(path) as store:
+            recorder = ConversationRecorder(store)
+            cid = lambda: recorder.id  # noqa: E731
+            engine = build_engine(pair, DraftingConfig(drafters=("history", "ngram")),
+                                  history=call_history(store, cid), generations=StoredGenerations(store, cid))
+            agent = Agent(engine, Toolbox(ws, Policy("auto")), system="sys", params=GenParams(max_tokens=6),
+                          max_steps=2, tools=["list_dir"], call_max_tokens=24)
+
+            def exchange(text: str) -> None:
+                agent.run(text, tool_choice="required", on_event=recorder)
+                assert recorder.error is None
+
+            exchange("keep this one KEEP-1")
+            kept_calls, kept_generations = store.recent_calls(), store.recent_generations()
+            assert kept_calls and kept_generations  # the first exchange is remembered
+            exchange("DB_PASSWORD=hunter2 write it down")
+            exchange("and then SECRET-3")
+            assert _rows_holding(path, "hunter2") and len(store.recent_calls()) > len(kept_calls)
+            assert len(store.recent_generations()) > len(kept_generations)
+
+            # The app's "delete" of the second exchange and everything after it (regenerate, edit: the same).
+            messages = store.messages(recorder.id)
+            second = next(i for i, m in enumerate(messages) if "hunter2" in str(m.get("content")))
+            store.delete_messages(recorder.id, second)
+            assert _rows_holding(path, "hunter2") == [] and _rows_holding(path, "SECRET-3") == []
+            assert store.recent_calls() == kept_calls and store.recent_generations() == kept_generations
+            assert _rows_holding(path, "KEEP-1")  # what was not deleted stays
+
+            # `sessions delete`: the conversation and every row tied to it.
+            exchange("once more ANOTHER-4")
+            store.delete(recorder.id)
+            for needle in ("KEEP-1", "ANOTHER-4"):
+                assert _rows_holding(path, needle) == []
+            assert store.recent_calls() == [] and store.recent_generations() == []
+    finally:
+        pair.close()
+
+
+def test_deleting_messages_kept_before_schema_4_goes_by_time(tmp_path):
+    """Calls and generations from before schema 4 name no message: those kept after the last kept message go."""
+    path = tmp_path / "c.sqlite3"
+    with ConversationStore(path) as store:
+        cid = store.create()
+        store.add_message(cid, {"role": "user", "content": "first"})
+        store.add_generation(cid, "first", "old reply")
+        store.add_message(cid, {"role": "assistant", "content": "old reply"})
+        store.add_message(cid, {"role": "user", "content": "second"})
+        store.add_call(cid, '{"name": "write_file", "arguments": {"content": "LEGACY-SECRET"}}', "write_file")
+        store.add_generation(cid, "second", "LEGACY-SECRET reply")
+        store.add_message(cid, {"role": "assistant", "content": "LEGACY-SECRET reply"})
+    db = sqlite3.connect(path)
+    db.execute("UPDATE calls SET after_message = NULL")
+    db.execute("UPDATE generations SET after_message = NULL")
+    db.commit()
+    db.close()
+    with ConversationStore(path) as store:
+        assert store.delete_messages(cid, 2) == 2
+        assert [g["output"] for g in store.recent_generations()] == ["old reply"] and store.recent_calls() == []
+    assert _rows_holding(path, "LEGACY-SECRET") == []

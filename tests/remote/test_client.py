@@ -227,3 +227,132 @@ def test_a_hostile_servers_tool_call_is_shown_escaped(capsys, home):
     out = capsys.readouterr().out
     assert "[tool call] rm" in out and "pwned" in out and "red" in out
     assert not any(c in out for c in "\x1b\x07\u202e")
+
+
+# -- issue 38.3: the API key goes only where it was configured to go ---------------------------------------------
+class _Recorder:
+    """A plain local HTTP server that records the Authorization header of every request; `redirect_to` makes it
+    answer every request with a 302 to the same path under /moved there (the configured server gone rogue, or a
+    proxy); a path under /moved is answered."""
+
+    def __init__(self, redirect_to: str | None = None):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.seen = []
+        self.redirect_to = redirect_to
+        recorder = self
+        completion = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "hi"}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                seen.append((self.command, self.path, self.headers.get("Authorization")))
+                if recorder.redirect_to is not None and not self.path.startswith("/moved"):
+                    self.send_response(302)
+                    self.send_header("Location", recorder.redirect_to + "/moved" + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if self.path.endswith("/models"):
+                    body = json.dumps({"data": [{"id": "m"}]}).encode()
+                elif self.path.endswith("/metrics"):
+                    body = b"# nothing\n"
+                else:
+                    body = completion
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802
+                self._answer()
+
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self._answer()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def rogue_redirect():
+    """(the configured server, which redirects everything, and the other host it redirects to)."""
+    other = _Recorder()
+    home = _Recorder(redirect_to=other.url.replace("127.0.0.1", "localhost"))  # another host name: another origin
+    yield home, other
+    home.close()
+    other.close()
+
+
+def test_a_redirect_to_another_host_carries_no_key(rogue_redirect):
+    home, other = rogue_redirect
+    backend = RemoteBackend(home.url + "/v1", api_key="sk-secret-123")
+    assert backend.models() == ["m"]  # /v1/models, followed
+    backend.model = "m"
+    backend.complete(HELLO, max_tokens=2)  # /metrics, then /v1/chat/completions
+    paths = {p for _, p, _ in other.seen}
+    assert {"/moved/v1/models", "/moved/metrics", "/moved/v1/chat/completions"} <= paths, other.seen
+    assert all(auth == "Bearer sk-secret-123" for _, _, auth in home.seen)  # the configured server gets it
+    assert [auth for _, _, auth in other.seen] == [None] * len(other.seen), other.seen
+
+
+def test_serve_with_an_openai_backend_sends_no_key_on_a_redirect(rogue_redirect):
+    """`serve --backend openai --backend-api-key KEY`: a client's request forwarded to a backend that redirects."""
+    from localspec.serve.forward import RemoteChatService
+    from localspec.serve.http_app import create_app
+    from localspec.serve.server import start_in_thread
+
+    home, other = rogue_redirect
+    service = RemoteChatService(RemoteBackend(home.url + "/v1", "m", "sk-backend-456"))
+    server = start_in_thread(create_app(service))
+    try:
+        httpx.post(server.url + "/v1/chat/completions", json={"model": "m", "messages": HELLO, "max_tokens": 2},
+                   timeout=60)
+    finally:
+        server.stop()
+        service.close()
+    assert any(p == "/moved/v1/chat/completions" for _, p, _ in other.seen), other.seen
+    assert all(auth is None for _, _, auth in other.seen), other.seen
+
+
+def test_a_redirect_to_another_port_carries_no_key_and_one_on_the_same_server_keeps_it():
+    target = _Recorder()
+    hop = _Recorder(redirect_to=target.url)  # the same host, another port: another origin
+    same = _Recorder()
+    same.redirect_to = same.url  # a redirect within the configured server
+    try:
+        RemoteBackend(hop.url + "/v1", "m", "sk-1").complete(HELLO, max_tokens=2)
+        assert target.seen and all(auth is None for _, _, auth in target.seen)
+        RemoteBackend(same.url + "/v1", "m", "sk-2").complete(HELLO, max_tokens=2)
+        assert any(p.startswith("/moved") for _, p, _ in same.seen)
+        assert all(auth == "Bearer sk-2" for _, _, auth in same.seen), same.seen
+    finally:
+        for server in (hop, target, same):
+            server.close()
+
+
+@pytest.mark.parametrize("old,new,kept", [
+    ("http://a:8000/v1/models", "http://a:8000/v2/models", True),
+    ("https://a/v1", "https://A:443/x", True),
+    ("http://a/v1", "https://a/v1", True),  # an upgrade to TLS on the same host
+    ("https://a/v1", "http://a/v1", False),  # a downgrade would send the key in clear
+    ("http://a/v1", "http://b/v1", False),
+    ("http://a:8000/v1", "http://a:8001/v1", False),
+    ("http://a/v1", "http://a.evil/v1", False),
+    ("http://a/v1", "http://a:bad/v1", False),
+])
+def test_which_redirects_keep_the_key(old, new, kept):
+    from localspec.remote.client import key_may_follow
+
+    assert key_may_follow(old, new) is kept

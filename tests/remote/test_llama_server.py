@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import localspec
-from tests.serve_helpers import client, free_port
+from tests.serve_helpers import client, free_port, wait_until_healthy
 
 httpx = pytest.importorskip("httpx")
 
@@ -117,15 +117,7 @@ def test_serve_answers_its_clients_through_llama_server(llama_server, tmp_path):
                             stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.3)
+        wait_until_healthy(url, proc)
         assert [m.id for m in client(url).models.list().data] == ["smollm2"]  # the backend's model, by its name
         r = client(url).chat.completions.create(model="smollm2", max_tokens=6,
                                                 messages=[{"role": "user", "content": "Say hi"}])

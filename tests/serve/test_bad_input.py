@@ -18,6 +18,7 @@ httpx = pytest.importorskip("httpx")
 from localspec.prompting.prompt import chat_prompt_tokens, render_prompt  # noqa: E402
 from localspec.remote.prom import parse_prometheus, total  # noqa: E402
 from localspec.runtime.tinymodel import IM_START  # noqa: E402
+from localspec.serve.body import MAX_BODY_BYTES  # noqa: E402
 from localspec.serve.guard import is_loopback_host, is_loopback_origin  # noqa: E402
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -63,6 +64,18 @@ BAD = [
     ("deep array", b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400, None),
     ("deep object", b'{"x": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_000 + b"}", 400, None),
     ("deep but parseable extra field", body(extra=nested(500)), 400, None),
+    # issue 38.5: what costs memory is bounded before Python objects are built, and nothing big is ignored
+    ("many values in an unknown field", body(x=[[]] * 300_000), 413, None),
+    ("many values in a message", body(messages=[{"role": "user", "content": [{"type": "text", "text": ""}] * 200_000}]),
+     413, None),
+    ("many values in a call's arguments text", body(messages=[*HELLO, {"role": "assistant", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "[" + "1," * 300_000 + "1]"}}]}]),
+     413, None),
+    ("a big unknown field", body(x="a" * 100_000), 400, None),
+    ("a big unknown field in a message", body(messages=[{"role": "user", "content": "hi", "junk": ["a" * 70_000]}]),
+     400, "messages[0]"),
+    ("a big unknown field in a tool", body(tools=[{"type": "function", "function": {"name": "f"}, "x": {
+        "y": ["z" * 1000] * 100}}]), 400, "tools[0]"),
     ("deep schema", body(response_format={"type": "json_schema", "json_schema": {"name": "x",
                                                                                    "schema": deep_schema(40)}}),
      400, None),
@@ -105,6 +118,28 @@ BAD = [
      "response_format.json_schema.schema"),
     ("schema unsatisfiable", body(response_format={"type": "json_schema", "json_schema": {"schema": {"enum": []}}}),
      400, "response_format.json_schema.schema"),
+    # issue 38.8: schemas the grammar cannot enforce, which answered 200 with empty content and "stop"
+    ("schema pattern the grammar cannot follow", body(response_format={"type": "json_schema", "json_schema": {
+        "schema": {"type": "string", "pattern": "^(a{1000}){1000}$"}}}), 400, "response_format.json_schema.schema"),
+    ("optional property's pattern the grammar cannot follow", body(response_format={"type": "json_schema",
+        "json_schema": {"schema": {"type": "object", "properties": {
+            "a": {"type": "string", "pattern": "^(a{1000}){1000}$"}}}}}), 400, "response_format.json_schema.schema"),
+    ("tool pattern the grammar cannot follow", body(tools=[tool(parameters={"type": "object", "properties": {
+        "a": {"type": "string", "pattern": "^(a{1000}){1000}$"}}, "required": ["a"]})], tool_choice="required"),
+     400, "tools[0].function.parameters"),
+    ("schema that is itself", body(response_format={"type": "json_schema", "json_schema": {"schema": {
+        "$ref": "#"}}}), 400, "response_format.json_schema.schema"),
+    ("schema requiring itself", body(response_format={"type": "json_schema", "json_schema": {"schema": {
+        "type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]}}}), 400,
+     "response_format.json_schema.schema"),
+    ("schema requiring itself after a choice", body(response_format={"type": "json_schema", "json_schema": {
+        "schema": {"type": "object", "properties": {"y": {"type": "integer"}, "x": {"$ref": "#"}},
+                   "required": ["y", "x"]}}}), 400, "response_format.json_schema.schema"),
+    ("definitions requiring each other", body(tools=[tool(parameters={
+        "$defs": {"a": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/b"}},
+                  "b": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "required": ["a"]}},
+        "type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "required": ["a"]})], tool_choice="auto"),
+     400, "tools[0].function.parameters"),
     ("json_schema missing", body(response_format={"type": "json_schema"}), 400, "response_format"),
     ("response_format type unknown", body(response_format={"type": "yaml"}), 400, "response_format.type"),
     ("response_format a string", body(response_format="json"), 400, "response_format"),
@@ -252,6 +287,70 @@ def test_a_body_over_the_size_cap_is_413(tiny_server):
     assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
 
 
+def _hostile(item: bytes) -> bytes:
+    """A body just under the 32 MiB cap: a valid request plus an unknown field of `item` repeated."""
+    head, tail = b'{"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "x": [', b"0]}"
+    return head + item * ((MAX_BODY_BYTES - 64 - len(head)) // len(item)) + tail
+
+
+def _memory(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) << 10 for line in fh if line.startswith(field + ":"))
+
+
+@pytest.fixture(scope="module")
+def server_process(tiny_target, tmp_path_factory):
+    """`localspec serve` in a process of its own, whose memory can be read (/proc/PID/status)."""
+    from tests.serve_helpers import serve_process
+
+    with serve_process(tiny_target, tmp_path_factory.mktemp("serve-home"), "--no-draft") as (url, pid):
+        httpx.post(url + "/v1/chat/completions", json=body(), timeout=60)  # everything loaded once
+        yield url, pid
+
+
+@pytest.mark.slow  # seven 32 MiB bodies through a server of its own: about 20 s
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/clear_refs"), reason="needs Linux's /proc")
+def test_a_hostile_32_mib_body_costs_less_than_ten_times_itself(server_process):
+    """Issue 38.5: `{"messages": [...], "x": [[], [], ...]}` of 32 MiB took the server from 254 MB to 2.9 GB for 35 s
+    and was answered 200; three at once reached 4.5 GB. Each kind of value, one at a time and three at once: a 413
+    or a 400, and the server's peak memory (VmHWM, reset before) grows by less than 10 times the body."""
+    import threading
+
+    url, pid = server_process
+    bodies = {name: _hostile(item) for name, item in (("lists", b"[], "), ("objects", b"{}, "), ("numbers", b"1,"),
+                                                        ("strings", b'"a",'), ("nulls", b"null,"))}
+    bodies["one string"] = (b'{"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "x": "'
+                            + b"a" * (MAX_BODY_BYTES - 200) + b'"}')
+
+    def post(raw: bytes, out: list) -> None:
+        out.append(httpx.post(url + "/v1/chat/completions", content=raw, timeout=120,
+                              headers={"content-type": "application/json"}).status_code)
+
+    for name, raw in bodies.items():
+        before = _memory(pid, "VmRSS")
+        with open(f"/proc/{pid}/clear_refs", "w") as fh:
+            fh.write("5")  # the peak starts again from now
+        statuses: list[int] = []
+        post(raw, statuses)
+        grew = _memory(pid, "VmHWM") - before
+        print(f"{name}: HTTP {statuses[0]}, peak +{grew >> 20} MiB for {len(raw) >> 20} MiB")
+        assert statuses[0] in (400, 413), (name, statuses)
+        assert grew < 10 * len(raw), f"{name}: {grew >> 20} MiB for a {len(raw) >> 20} MiB body"
+    before = _memory(pid, "VmRSS")
+    with open(f"/proc/{pid}/clear_refs", "w") as fh:
+        fh.write("5")
+    statuses = []
+    threads = [threading.Thread(target=post, args=(bodies[name], statuses)) for name in ("lists", "objects", "nulls")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    grew = _memory(pid, "VmHWM") - before
+    print(f"three at once: HTTP {statuses}, peak +{grew >> 20} MiB")
+    assert sorted(set(statuses)) in ([413], [400], [400, 413]), statuses
+    assert grew < 10 * len(bodies["lists"]), f"three at once: {grew >> 20} MiB"
+
+
 GOOD = [
     ("content parts", body(messages=[{"role": "user", "content": [{"type": "text", "text": "hel"},
                                                                    {"type": "text", "text": "lo"}]}])),
@@ -261,6 +360,9 @@ GOOD = [
             {"id": "c1", "type": "function", "function": {"name": "set_light", "arguments": '{"room": "hall"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "done"}], tools=TOOLS)),
     ("unknown extra fields", body(user="u1", metadata={"a": [1, {"b": 2}]}, frequency_penalty=0)),
+    ("small unknown fields everywhere", body(messages=[{"role": "user", "content": "hi", "id": "m1"}],
+                                             tools=[{"type": "function", "function": {"name": "f", "x": 1}}],
+                                             logit_bias={str(i): 0 for i in range(100)})),
     ("nulls for optional fields", body(temperature=None, tools=None, tool_choice=None, stop=None, stream=None)),
     ("integer temperature", body(temperature=0)),
     ("schema with uniqueItems and formats", body(response_format={"type": "json_schema", "json_schema": {
@@ -269,6 +371,13 @@ GOOD = [
             "when": {"type": "string", "format": "date-time"}}, "required": ["tags"]}}}, max_tokens=40)),
     ("moderately deep schema", body(response_format={"type": "json_schema", "json_schema": {
         "name": "x", "schema": deep_schema(8)}}, max_tokens=4)),
+    ("recursive schema with a way out", body(response_format={"type": "json_schema", "json_schema": {
+        "name": "tree", "schema": {"type": "object", "properties": {
+            "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#"}}}, "required": ["v"]}}},
+        max_tokens=8)),
+    ("an ordinary pattern", body(tools=[tool(parameters={"type": "object", "properties": {
+        "zip": {"type": "string", "pattern": "^[0-9]{5}$"}}, "required": ["zip"]})], tool_choice="required",
+        max_tokens=20)),
 ]
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 import pytest
 
-from tests.serve_helpers import API_KEY, TOOLS, client, free_port, running_server
+from tests.serve_helpers import API_KEY, TOOLS, client, free_port, running_server, wait_until_healthy
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
@@ -363,15 +363,7 @@ def test_serve_command_end_to_end(tiny_pair_paths, tmp_path):
                              "--threads", "1", "--model-name", "tiny-cli"], stdout=open(log, "w"), stderr=subprocess.STDOUT)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.2)
+        wait_until_healthy(url, proc, why=lambda: log.read_text()[-2000:])
         c = client(url)
         assert [m.id for m in c.models.list()] == ["tiny-cli"]
         r = c.chat.completions.create(model="tiny-cli", messages=HELLO, max_tokens=5)

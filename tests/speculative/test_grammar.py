@@ -90,6 +90,21 @@ def test_json_schema_and_invalid_schema(smollm2):
         GrammarConstraint(m, json_schema_grammar({"type": "object", "properties": {"x": {"type": "nonsense"}}}))
 
 
+def test_grammars_the_engine_cannot_follow_are_refused(smollm2):
+    """Issue 38.8: llguidance accepts these grammars, and the engine then stopped at once with nothing generated."""
+    from localspec.speculative.grammar import followable
+
+    m = Model(smollm2)
+    for schema, why in (({"type": "string", "pattern": "^(a{1000}){1000}$"}, "too many expressions"),
+                        ({"$ref": "#"}, "cannot be followed"),
+                        ({"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]}, "Too many items")):
+        grammar = json_schema_grammar(schema)
+        assert why in followable(grammar, m), schema
+        with pytest.raises(ConfigError, match="invalid schema"):
+            check_grammar(grammar, m)
+    assert followable(json_schema_grammar({"type": "string", "pattern": "^[0-9]{5}$"}), m) == ""
+
+
 def test_limits_bound_unbounded_strings_and_arrays(tiny_target):
     """A model stuck in a loop still ends with a complete call once strings/arrays get default bounds."""
     from localspec.speculative.sampling import SamplingParams

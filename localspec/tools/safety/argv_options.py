@@ -21,16 +21,23 @@ MIN_ABBREVIATION = 4  # "--ta": getopt accepts shorter ones, but two letters rar
 
 @dataclass(frozen=True)
 class Syntax:
-    """What getopt needs to know about a program: which short letters and long names take a value."""
+    """What getopt needs to know about a program: which short letters and long names take a value.
+
+    With `short_flags` given, the program's options are all known: a letter or long name outside the Syntax is an
+    unknown spelling (Reading.unknown), which a danger rater treats as one it cannot vouch for."""
     short_values: str = ""  # -tDIR, -t DIR
     long_values: frozenset[str] = frozenset()  # --name=VALUE, --name VALUE
     long_flags: frozenset[str] = frozenset()  # long options without a value (they make abbreviations ambiguous)
+    short_flags: str | None = None  # letters without a value; None: any other letter is one
+    short_optional: str = ""  # letters whose value is only attached (sed -i.bak, gawk -pFILE)
+    long_optional: frozenset[str] = frozenset()  # long names whose value is only after '=' (--in-place=.bak)
 
 
 @dataclass
 class Reading:
     options: list[tuple[str, str | None]] = field(default_factory=list)  # (name, value); flags have None
     positionals: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # words with an option a complete Syntax does not know
 
     def values(self, *names: str) -> list[str]:
         """The values given to any of these options, in every spelling."""
@@ -53,7 +60,8 @@ def read(args: Iterable[str], syntax: Syntax) -> Reading:
     """The options and positional words of an argument list, as GNU getopt (permuting) reads them."""
     out = Reading()
     words = list(args)
-    known = syntax.long_values | syntax.long_flags
+    known = syntax.long_values | syntax.long_flags | syntax.long_optional
+    strict = syntax.short_flags is not None
     i = 0
     while i < len(words):
         word = words[i]
@@ -64,6 +72,9 @@ def read(args: Iterable[str], syntax: Syntax) -> Reading:
         if word.startswith("--"):
             given, eq, value = word.partition("=")
             name = long_name(given, known)
+            if strict and name not in known:
+                out.unknown.append(word)
+                continue
             if name in syntax.long_values and not eq and i < len(words):
                 value, eq = words[i], "="
                 i += 1
@@ -72,12 +83,15 @@ def read(args: Iterable[str], syntax: Syntax) -> Reading:
         if word.startswith("-") and len(word) > 1:
             for k in range(1, len(word)):
                 letter = word[k]
-                if letter in syntax.short_values:
+                if letter in syntax.short_values or letter in syntax.short_optional:
                     value = word[k + 1:]
-                    if not value and i < len(words):
+                    if not value and letter in syntax.short_values and i < len(words):
                         value = words[i]
                         i += 1
-                    out.options.append(("-" + letter, value))
+                    out.options.append(("-" + letter, value or None))
+                    break
+                if strict and letter not in (syntax.short_flags or ""):
+                    out.unknown.append(word)
                     break
                 out.options.append(("-" + letter, None))
             continue

@@ -18,40 +18,96 @@ _ASSIGNMENT = ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SUBSTITUTION = re.compile(r"\$\(|`|<\(|>\(")
 _FD_BEFORE_REDIRECT = re.compile(r"(^|\s)\d+(?=[<>])")
 
-# Prefix commands that run another command; value = their options that take a separate argument.
-WRAPPERS: dict[str, set[str]] = {
-    "sudo": {"-u", "-g", "-C", "-D", "-p", "-r", "-t", "-U", "-h"},
-    "doas": {"-u", "-C"},
-    "env": {"-u", "-C", "-S"},
-    "nohup": set(),
-    "time": set(),
-    "nice": {"-n"},
-    "ionice": {"-c", "-n"},
-    "command": set(),
-    "exec": set(),
-    "builtin": set(),
-    "stdbuf": set(),
-    "xargs": {"-n", "-I", "-d", "-P", "-L", "-s", "-E", "-a"},
-    "timeout": {"-s", "-k"},
-    "setsid": set(),
-    "busybox": set(),
-    "toybox": set(),
-    "unbuffer": set(),
-    "chronic": set(),
-    "caffeinate": set(),
-    "flock": {"-w", "-E", "--timeout", "--conflict-exit-code"},
-    "watch": {"-n", "-d", "--interval"},
-    "strace": {"-o", "-e", "-p", "-s", "-u"},
-    "ltrace": {"-o", "-e", "-p", "-s", "-u"},
-    "firejail": set(),
-    "torsocks": set(),
-    "proxychains": set(),
-    "proxychains4": set(),
-    "parallel": {"-j", "-S", "--jobs", "-a"},
-    "unshare": set(),
-    "nsenter": {"-t", "--target"},
-    "systemd-run": {"-p", "--property", "-E", "--setenv", "-u", "--unit", "-M", "-H", "--uid", "--gid",
-                    "--nice", "--description", "--slice", "--on-active", "--on-calendar"},
+@dataclass(frozen=True)
+class Wrapper:
+    """A prefix command that runs another command: where that command starts in its arguments.
+
+    values: its options that take words of their own, and how many (`-u USER`: 1; bwrap's `--bind SRC DEST`: 2);
+    flags: its other options, where they are all known: any other option is then a spelling this reading does not
+    know, and the command is marked unread (the danger rating says so, high) instead of guessed at; None: any
+    other option is a flag. positionals: words before the command (timeout's duration, taskset's mask, flock's
+    file). no_command: options after which there is no command (taskset -p PID). command_option: an option whose
+    value is a shell command line (flock FILE -c 'CMD'), read as `sh -c CMD`."""
+    values: dict[str, int] = field(default_factory=dict)
+    flags: frozenset[str] | None = None
+    positionals: int = 0
+    no_command: frozenset[str] = frozenset()
+    command_option: str = ""
+
+
+def _w(*values: str, **kw) -> Wrapper:
+    return Wrapper({v: 1 for v in values}, **kw)
+
+
+def _fs(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+_BWRAP_ONE = ("--args", "--argv0", "--userns", "--userns2", "--pidns", "--uid", "--gid", "--hostname", "--chdir",
+              "--unsetenv", "--lock-file", "--sync-fd", "--remount-ro", "--exec-label", "--file-label", "--proc",
+              "--dev", "--tmpfs", "--mqueue", "--dir", "--seccomp", "--add-seccomp-fd", "--block-fd",
+              "--userns-block-fd", "--info-fd", "--json-status-fd", "--cap-add", "--cap-drop", "--perms", "--size")
+_BWRAP_TWO = ("--setenv", "--bind", "--bind-try", "--dev-bind", "--dev-bind-try", "--ro-bind", "--ro-bind-try",
+              "--bind-fd", "--ro-bind-fd", "--file", "--bind-data", "--ro-bind-data", "--symlink", "--chmod",
+              "--overlay-src")
+# Prefix commands that run another command (the rating looks at that command; "allow always" never covers them).
+WRAPPERS: dict[str, Wrapper] = {
+    "sudo": _w("-u", "-g", "-C", "-D", "-p", "-r", "-t", "-U", "-h"),
+    "doas": _w("-u", "-C"),
+    "pkexec": _w("--user", flags=_fs("--disable-internal-agent", "--keep-cwd", "--version", "--help")),
+    "env": _w("-u", "-C", "-S"),
+    "nohup": _w(),
+    "time": _w(),
+    "nice": _w("-n"),
+    "ionice": _w("-c", "-n"),
+    "command": _w(),
+    "exec": _w(),
+    "builtin": _w(),
+    "stdbuf": _w(),
+    "xargs": _w("-n", "-I", "-d", "-P", "-L", "-s", "-E", "-a"),
+    "timeout": _w("-s", "-k", positionals=1),
+    "setsid": _w(),
+    "busybox": _w(),
+    "toybox": _w(),
+    "unbuffer": _w(),
+    "chronic": _w(),
+    "caffeinate": _w(),
+    "flock": _w("-w", "-E", "--timeout", "--conflict-exit-code", positionals=1, command_option="-c",
+                flags=_fs("-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock",
+                          "--no-fork", "-o", "--close", "-F", "--verbose", "--help", "--version")),
+    "watch": _w("-n", "-d", "--interval"),
+    "strace": _w("-o", "-e", "-p", "-s", "-u"),
+    "ltrace": _w("-o", "-e", "-p", "-s", "-u"),
+    "firejail": _w(),
+    "torsocks": _w(),
+    "proxychains": _w(),
+    "proxychains4": _w(),
+    "parallel": _w("-j", "-S", "--jobs", "-a"),
+    "unshare": _w(),
+    "nsenter": _w("-t", "--target"),
+    "systemd-run": _w("-p", "--property", "-E", "--setenv", "-u", "--unit", "-M", "-H", "--uid", "--gid",
+                      "--nice", "--description", "--slice", "--on-active", "--on-calendar"),
+    "taskset": _w(positionals=1, flags=_fs("-a", "--all-tasks", "-c", "--cpu-list", "-p", "--pid", "-h", "--help",
+                                            "-V", "--version"), no_command=_fs("-p", "--pid")),
+    "chrt": _w("-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline", positionals=1,
+               flags=_fs("-a", "--all-tasks", "-b", "--batch", "-d", "--deadline", "-f", "--fifo", "-i", "--idle",
+                         "-o", "--other", "-r", "--rr", "-R", "--reset-on-fork", "-e", "--ext", "-m", "--max",
+                         "-p", "--pid", "-v", "--verbose", "-h", "--help", "-V", "--version"),
+               no_command=_fs("-p", "--pid", "-m", "--max")),
+    "chroot": _w("--userspec", "--groups", positionals=1, flags=_fs("--skip-chdir", "--help", "--version")),
+    "fakeroot": _w("-l", "--lib", "--faked", "-s", "-i",
+                   flags=_fs("-u", "--unknown-is-real", "-b", "--fd-base", "-h", "--help", "-v", "--version")),
+    "numactl": _w("-C", "--physcpubind", "-N", "--cpunodebind", "-m", "--membind", "-p", "--preferred", "-i",
+                  "--interleave", "-w", "--weighted-interleave", "-P", "--preferred-many",
+                  flags=_fs("-a", "--all", "-b", "--balancing", "-l", "--localalloc", "-s", "--show", "-H",
+                            "--hardware", "--huge", "--touch", "--strict", "--offset", "--length", "--shm",
+                            "--file", "--version", "--help"), no_command=_fs("-s", "--show", "-H", "--hardware")),
+    "bwrap": Wrapper({**{o: 1 for o in _BWRAP_ONE}, **{o: 2 for o in _BWRAP_TWO}},
+                     flags=_fs("--unshare-all", "--share-net", "--unshare-user", "--unshare-user-try",
+                               "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
+                               "--unshare-cgroup-try", "--disable-userns", "--assert-userns-disabled",
+                               "--clearenv", "--new-session", "--die-with-parent", "--as-pid-1", "--level-prefix",
+                               "--help", "--version")),
 }
 # Programs whose first positional argument is a subcommand worth remembering separately.
 SUBCOMMAND_PROGRAMS = {
@@ -72,6 +128,7 @@ class SimpleCommand:
     piped: bool = False  # stdin comes from the previous command through "|"
     wrappers: list[str] = field(default_factory=list)  # sudo, env, xargs ... in front of the program
     argv: list[str] = field(default_factory=list)  # the program and its arguments
+    unread: str = ""  # a wrapper's option this reading does not know ("bwrap --new-opt"): no program was found
 
     @property
     def program(self) -> str:
@@ -127,7 +184,9 @@ def parse(command: str) -> ParsedCommand:
 
 
 def split_wrappers(cmd: SimpleCommand) -> None:
-    """Fill cmd.wrappers and cmd.argv from cmd.words (assignments, sudo/env/xargs/... in front of the program)."""
+    """Fill cmd.wrappers and cmd.argv from cmd.words (assignments, sudo/env/xargs/... in front of the program).
+    A wrapper with an option this reading does not know leaves no program (argv empty) and is named in
+    cmd.unread, so that the rating can say it cannot see the command (high) rather than rate the wrong word."""
     words = list(cmd.words)
     i = 0
     while i < len(words):
@@ -142,13 +201,59 @@ def split_wrappers(cmd: SimpleCommand) -> None:
         if name not in WRAPPERS:
             break
         cmd.wrappers.append(name)
-        i += 1
-        takes_value = WRAPPERS[name]
-        while i < len(words) and (words[i].startswith("-") or _ASSIGNMENT.match(words[i])):
-            i += 2 if words[i] in takes_value else 1
-        if name == "timeout" and i < len(words):
-            i += 1  # the duration
+        spec = WRAPPERS[name]
+        i, end = _wrapper_options(spec, words, i + 1)
+        skipped = 0
+        while not end and skipped < spec.positionals and i < len(words):
+            i, skipped = i + 1, skipped + 1
+            if spec.flags is not None:  # options may follow the positional too (flock FILE -n CMD)
+                i, end = _wrapper_options(spec, words, i)
+        if end == "command":  # flock FILE -c 'CMD': a shell runs CMD
+            cmd.argv = ["sh", "-c", *words[i + 1:i + 2]]
+            return
+        if end:
+            cmd.unread = "" if end == "done" else f"{name} {end}"
+            cmd.argv = []
+            return
     cmd.argv = words[i:]
+
+
+def _wrapper_options(spec: Wrapper, words: list[str], i: int) -> tuple[int, str]:
+    """Skip a wrapper's options from words[i]: (where its command or positionals start, ''); (_, 'done') for an
+    option after which there is no command; (where it is, 'command') for its command_option; or (_, the unknown
+    option) where its options are all known."""
+    while i < len(words) and (words[i].startswith("-") or _ASSIGNMENT.match(words[i])):
+        word = words[i]
+        if word == "--":
+            return i + 1, ""
+        name = word.split("=", 1)[0]
+        if name in spec.no_command:
+            return i, "done"
+        if spec.command_option and word == spec.command_option:
+            return i, "command"
+        if name in spec.values:
+            i += 1 + (spec.values[name] if "=" not in word else spec.values[name] - 1)
+            continue
+        if spec.flags is None or name in spec.flags or _ASSIGNMENT.match(word):
+            i += 1
+            continue
+        if not word.startswith("--") and len(word) > 2:  # a cluster of short options (-ac, -n5, -w10)
+            letters, k = word[1:], 0
+            while k < len(letters):
+                opt = "-" + letters[k]
+                if opt in spec.no_command:
+                    return i, "done"
+                if opt in spec.values:
+                    i += 1 if k + 1 < len(letters) else 1 + spec.values[opt]  # -w10: attached; -aw 10: next word
+                    break
+                if opt not in spec.flags:
+                    return i, word
+                k += 1
+            else:
+                i += 1
+            continue
+        return i, word
+    return i, ""
 
 
 def command_patterns(command: str) -> tuple[str, ...]:

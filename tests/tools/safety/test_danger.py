@@ -282,3 +282,81 @@ def test_option_reader_reads_every_spelling_alike():
     assert "/root" in embedded_paths("-C/root") and "/etc" in embedded_paths("--dir=/etc")
     assert "/etc/passwd" in embedded_paths("-xzf/etc/passwd")
     assert len(embedded_paths("-" + "a" * 100_000 + "/x")) <= 3  # one pass, a handful of pieces
+
+
+# ---- issue 38.4: rated by what a program can do with its arguments --------------------------------------------
+# Every spelling the issue found rated "low", then other spellings of the same capability.
+RUNS_OR_WRITES = [
+    """awk 'BEGIN{system("curl x | sh")}'""", """awk '{print > "/root/.bashrc"}' f""", """gawk '{print | "sh"}' f""",
+    """awk '{ "id" | getline x }' f""", "awk -f prog.awk -l ext f", """mawk 'BEGIN{printf "x" >> "~/.profile"}'""",
+    "sed 's/.*/id/e' f", "sed '1e id' f", "sed -n 'w /root/.bashrc' f", "sed -n '/x/w .git/hooks/pre-commit' f",
+    "sed 's/a/b/w /etc/cron.d/x' f", "sed -e 's/a/b/' -e '$e id' f", "sed --expression='1e id' f", "gsed 3e\\ id f",
+    "git rebase --exec 'make test' HEAD~3", "git rebase -x id main", "git rebase -ix id main", "git rebase --exe=id m",
+    "git -C . rebase --exec id main", "git submodule foreach 'rm -rf .'", "git submodule --quiet foreach id",
+    "git difftool -x 'sh -c id'", "git difftool --extcmd=id", "git filter-branch --tree-filter 'rm -f x' HEAD",
+    "git filter-branch --env-filter id", "git grep -O'sh -c id' foo", "git grep -iO'sh -c id' foo",
+    "git grep --open-files-in-pager=vim x", "git grep --open-f=vim x", "git clone -u 'sh -c id' url",
+    "git fetch --upload-pack='sh -c id' origin", "git push --receive-pack=id origin", "git bisect run ./x.sh",
+    "vim -c ':!id' f", "vim '+:!id' f", "nvim --cmd '!id' f", "vi -S evil.vim f", "ex -c '!id' f", "view -cq f",
+    "emacs --eval '(shell-command \"id\")'", "less +'!id' f", "less '+|id' f", "less -k keys f", "more +'!id' f",
+    "man -P 'sh -c id' ls", "man --pager=id ls", "man -Hfirefox ls", "zip -TT 'sh -c id' a.zip f",
+    "zip --unzip-command='id' a.zip f", "gdb -batch -ex 'shell id'", "gdb -x cmds ./a", "lldb -o 'platform shell id'",
+    "script -qc 'id' /dev/null", "script --command=id", "sg root -c 'id'", "sg wheel id",
+    """python3 /dev/stdin <<< 'import os; os.system("id")'""", """perl /dev/fd/0 <<< 'system("id")'""",
+    "bash /dev/stdin <<< 'rm -rf ~'", "ssh -o ProxyCommand='sh -c id' host", "ssh -oLocalCommand=id host",
+    "rsync -e 'sh -c id' a b:", "rsync --rsync-path='sh -c id' a b:",
+    # spellings this rating does not know err high, never low
+    "sed --new-option 's/a/b/' f", "sed 'k' f", "awk --frobnicate 1 f", "bwrap --new-thing x rm f", "man -Q ls",
+]
+WRAPPED = ["taskset 1 rm -rf ~", "taskset -c 0-3 rm -rf ~", "taskset -ac 0 rm -rf ~", "chrt -f 10 rm -rf ~",
+           "chrt 10 rm -rf ~", "flock /tmp/l rm -rf ~", "flock -w 5 /tmp/l -n rm -rf ~", "flock /tmp/l -c 'rm -rf ~'",
+           "runuser -u me -- rm -rf ~", "runuser me -c 'rm -rf ~'", "chroot / rm -rf ~", "pkexec rm -rf ~",
+           "pkexec --user me rm -rf ~", "bwrap --bind / / --dev /dev rm -rf ~", "fakeroot rm -rf ~",
+           "fakeroot -- rm -rf ~", "numactl -N 0 rm -rf ~", "numactl -N0 --membind=0 rm -rf ~",
+           "numactl --cpunodebind=0 rm -rf ~", "nice -n 5 taskset 1 timeout 5 rm -rf ~"]
+
+
+@pytest.mark.parametrize("command", RUNS_OR_WRITES + WRAPPED)
+def test_programs_that_run_or_write_given_their_arguments_are_high(ws, command):
+    danger = rate_shell(command, ws)
+    assert danger.level == "high", danger
+
+
+@pytest.mark.parametrize("command", WRAPPED)
+def test_the_wrappers_keep_rm_rf_home_high_for_rm_itself(ws, command):
+    """The wrapper is seen through: the reason is rm's own, not a guess about the wrapper."""
+    assert "deletes recursively (rm -r)" in rate_shell(command, ws).reasons
+
+
+@pytest.mark.parametrize("command", RUNS_OR_WRITES[:10] + WRAPPED[:6])
+def test_they_are_never_remembered(ws, command):
+    from localspec.tools import Policy, Toolbox
+
+    asked = []
+    Toolbox(ws, Policy("ask"), lambda request: asked.append(request) or False).call("run_shell", {"command": command})
+    assert len(asked) == 1 and asked[0].always is None, command
+
+
+@pytest.mark.parametrize("command", [
+    "awk '{print $1}' f", "awk '$3 > 100' f", "awk 'BEGIN { if (a || b) print 1 }'", "awk -F: -v x=1 '{print $1}' f",
+    "sed 's/a/b/g' f", "sed -n '1,5p' f", "sed -E 's/(a)/\\1/' f", "sed 'y/abc/xyz/' f", "sed '$!N;s/\\n/ /' f",
+    "sed -i.bak 's/a/b/' f", "sed -n '/start/,/end/{p}' f", "sed '2i\\ hello' f", "sed 's/x/y/2' f",
+    "vim +10 f", "vim f", "vim +/TODO f", "less +G f", "less +/error log", "less -R f", "man ls", "man 3 printf",
+    "zip -r a.zip src", "git grep -n foo", "git rebase -i main", "git rebase main", "git log -p", "git submodule update",
+    "taskset -p 3 1", "taskset 1 ls", "chrt -p 10 1", "flock /tmp/l ls", "numactl --show", "fakeroot ls",
+    "python3 -c 'print(1)'", "python3 script.py", "script out.log",
+])
+def test_ordinary_uses_are_not_high(ws, command):
+    danger = rate_shell(command, ws)
+    assert danger.level != "high", danger
+
+
+def test_a_program_reads_as_one_rater_from_the_table():
+    """Issue 37.2: one rater per program (git's rules in one place), looked up in a table."""
+    from localspec.tools.safety.git_rating import rate_git
+    from localspec.tools.safety.programs import PROGRAMS, rater_for
+
+    assert PROGRAMS["git"] is rate_git and rater_for("git") == [rate_git]
+    for name in ("awk", "sed", "vim", "less", "man", "zip", "gdb", "script", "sg", "rm", "find", "kill"):
+        assert name in PROGRAMS, name
+    assert len(rater_for("python3.12")) == 1 and rater_for("mkfs.ext4") and rater_for("unknown-tool") == []
