@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from textual.message import Message
 
 from localspec.tools import ApprovalRequest
-from localspec.tui.session import PairInfo
+from localspec.agent.backend import PairInfo
 from localspec.tui.turn import TurnEvent
 
 

@@ -54,7 +54,7 @@ async def test_tools_switch_per_chat_and_a_forced_tool(chat_pair, workspace, hom
         await ready(pilot)
         assert app.session.tools_on and "tools on (F6)" in header(app)
         await pilot.press("f6")
-        assert not app.session.tools_on and app.session._agent.tool_specs() == []
+        assert not app.session.tools_on and app.session.agent.tool_specs() == []
         assert "tools off" in header(app)
         await command(pilot, "/tools on")
         assert app.session.tools_on and not app.chat.busy  # a command, not a message
@@ -190,9 +190,9 @@ async def test_context_size_and_threads_in_the_settings_take_effect_at_once(chat
     app = make_app(chat_pair, workspace, ctx_size=None, threads=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        assert app.session._engine.target.n_ctx == 8192
+        assert app.session.engine.target.n_ctx == 8192
         app.set_config("ctx_size", "4096")  # what Ctrl+S on the settings screen does with the form's values
         app.set_config("threads", "1")
-        await wait_for(pilot, lambda: app.session.loaded and app.session._engine.target.n_ctx == 4096, 60,
+        await wait_for(pilot, lambda: app.session.loaded and app.session.engine.target.n_ctx == 4096, 60,
                        "the pair reloaded with the new context size")
         assert app.session.config().context.n_threads == 1
