@@ -15,11 +15,11 @@ from localspec.agent.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from localspec.agent.loop import DEFAULT_SYSTEM, TOOL_CHOICES, Agent
+from localspec.agent.loop import DEFAULT_SYSTEM, Agent
 from localspec.agent.outcome import FINISH_REASONS, AgentResult, ToolCallRecord
 
 __all__ = [
     "Agent", "AgentResult", "ApprovalDecided", "ApprovalNeeded", "DEFAULT_SYSTEM", "Done", "Event", "EventHandler",
-    "FINISH_REASONS", "MessageAdded", "Notice", "PromptProgress", "StepStats", "TOOL_CHOICES", "TextDelta",
+    "FINISH_REASONS", "MessageAdded", "Notice", "PromptProgress", "StepStats", "TextDelta",
     "ToolCallFinished", "ToolCallRecord", "ToolCallStarted",
 ]

@@ -76,7 +76,7 @@ class RemoteChatService:
         calls: list[dict] = []
         done: RemoteDone | None = None
         for ev in self.backend.stream(wire_messages(req.messages), req.tools or None,
-                                      req.tool_choice if req.tools else None, max_tokens=req.max_tokens,
+                                      req.tool_choice.openai() if req.tools else None, max_tokens=req.max_tokens,
                                       temperature=req.temperature, top_p=req.top_p, seed=req.seed,
                                       stop=list(req.stop) or None, response_format=req.response_format,
                                       cancel=job.cancel, extra=extra):

@@ -68,7 +68,7 @@ def finish_reason(turn: TurnResult) -> str:
 
 
 def run_plan(turns: TurnEngine, plan: Plan, cancel: threading.Event, emit: Emit) -> TurnResult:
-    held = plan.mode == "json" and bool(plan.tools)  # the output may be a call: not content until we know
+    held = plan.grammar is not None and bool(plan.tools)  # the output may be a call: not content until we know
 
     def relay(ev) -> None:
         if isinstance(ev, ReasoningWritten):

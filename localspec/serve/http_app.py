@@ -72,7 +72,7 @@ def create_app(service: ChatService, api_key: str | None = None):
         if isinstance(plan, Plan):  # a remote backend's service passes the request on as it came (serve/forward.py)
             log.info("chat request from %s: %d messages, %d tools, tool_choice=%s, stream=%s, mode=%s, "
                      "max_tokens=%d, prompt=%d tokens, queue: %d waiting", client or "?", len(req.messages),
-                     len(req.tools), req.forced_tool or req.tool_choice, req.stream, plan.mode,
+                     len(req.tools), req.tool_choice, req.stream, plan.mode,
                      plan.params.max_tokens, len(plan.prompt), service.queue.waiting)
         else:
             log.info("chat request from %s: %d messages, %d tools, stream=%s: to the backend", client or "?",
