@@ -166,8 +166,8 @@ def test_tools_off_for_a_chat_means_no_tool_definitions_in_the_prompt(home, tiny
         session.tools_on = False
         assert agent.tool_specs() == []
         events = say(session, "hello", tool="none")
-        done = [e for e in events if type(e).__name__ == "TurnDone"][0]
-        assert done.stats.generated > 0
+        done = [e for e in events if type(e).__name__ == "Done"][0]
+        assert done.result.stats.generated_tokens > 0
         assert store_params(session)["tools"] is False  # remembered with the conversation
         cid = session.conversation_id
         session.reset()

@@ -261,7 +261,8 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
     from localspec.tui.messages import TurnUpdate
     from localspec.tui.screens.export import ExportScreen
     from localspec.tui.screens.sessions import SessionsScreen
-    from localspec.tui.turn import TextChunk, TurnNotice
+    from localspec.agent import Notice
+    from localspec.tui.turn import TextChunk
 
     home = tmp_path / "home"
     monkeypatch.setenv("LOCALSPEC_HOME", str(home))
@@ -287,7 +288,7 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
         shown = rendered(app)
         assert_clean(shown, markers=["live"])
         await chat.on_turn_update(TurnUpdate(TextChunk(runs=(("target", "streamed " + PAYLOAD),), tokens=3)))
-        await chat.on_turn_update(TurnUpdate(TurnNotice("notice " + PAYLOAD)))
+        await chat.on_turn_update(TurnUpdate(Notice(1, "notice " + PAYLOAD)))
         await pilot.pause(0.3)
         assert_clean(rendered(app), markers=["streamed", "notice"])
         # The saved conversations screen (F4): titles and pairs.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from typing import Callable
 
 from localspec.agent.events import (
@@ -23,9 +24,7 @@ from localspec.agent.events import (
     Event,
     MessageAdded,
     Notice,
-    PromptProgress,
     StepStats,
-    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -254,13 +253,11 @@ class Agent:
 
     @staticmethod
     def _turn_emitter(step: int, emit):
-        """The turn's text as the agent's TextDelta events, how far its prompt is read as PromptProgress (its other
-        events are for the server)."""
+        """The turn's text and how far its prompt is read, passed on stamped with the step (ReasoningWritten is
+        for the server)."""
         def relay(ev) -> None:
-            if isinstance(ev, Delta):
-                emit(TextDelta(step, ev.text, ev.origin, ev.token, ev.kind))
-            elif isinstance(ev, PromptRead):
-                emit(PromptProgress(step, ev.done, ev.total, ev.seconds))
+            if isinstance(ev, (Delta, PromptRead)):
+                emit(replace(ev, step=step))
         return relay
 
     @staticmethod

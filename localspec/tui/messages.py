@@ -11,11 +11,11 @@ from textual.message import Message
 
 from localspec.tools import ApprovalRequest
 from localspec.agent.backend import PairInfo
-from localspec.tui.turn import TurnEvent
+from localspec.tui.turn import ChatEvent
 
 
 class TurnUpdate(Message):
-    def __init__(self, event: TurnEvent) -> None:
+    def __init__(self, event: ChatEvent) -> None:
         super().__init__()
         self.event = event
 

@@ -1,5 +1,6 @@
 """The agent session as the app drives it (agent/session.py holds the session itself): loads and turns run on one
-compute thread whichever worker asks, a turn's events reach the screen as TurnEvents through a `post` callable, the
+compute thread whichever worker asks, a turn's events reach the screen through a `post` callable (the agent's own,
+its text batched: tui/turn.py), one Done closing every turn, the
 statistics panel's session totals, and the tool the next message must call (/tool NAME, the palette).
 
 Plain Python (no Textual): the app calls load() and run_turn() from worker threads.
@@ -13,24 +14,17 @@ from typing import Callable
 
 from localspec.agent.session import AgentSession
 from localspec.errors import LocalspecError
+from localspec.agent import Done, Notice
 from localspec.agent.backend import PairInfo
+from localspec.agent.outcome import AgentResult
 from localspec.runtime.compute_thread import ComputeThread
 from localspec.settings.config_toml import Settings
 from localspec.speculative import SpecEngine, Stats
 from localspec.tui.launch_options import AppOptions
 from localspec.tui.livestats import SessionView, StatsView
-from localspec.tui.turn import (
-    Batcher,
-    ReadingPrompt,
-    ToolFinished,
-    ToolStarted,
-    TurnDone,
-    TurnEvent,
-    TurnFailed,
-    TurnNotice,
-)
+from localspec.tui.turn import Batcher, ChatEvent
 
-Post = Callable[[TurnEvent], object]  # what it returns is not used
+Post = Callable[[ChatEvent], object]  # what it returns is not used
 
 
 class ChatSession(AgentSession):
@@ -74,14 +68,15 @@ class ChatSession(AgentSession):
                 else SessionView()
 
     def run_turn(self, text: str, post: Post, cancel: threading.Event, *, tool: str | None = None) -> None:
-        """Answer one user message through the agent loop, reporting through `post`; never raises. `tool`: a tool
-        the first step must call (else the one /tool NAME set for the next message, else the app's choice)."""
+        """Answer one user message through the agent loop, reporting through `post`, and always last a Done (its
+        result's error says why a turn could not run); never raises. `tool`: a tool the first step must call (else
+        the one /tool NAME set for the next message, else the app's choice)."""
         self._compute.call(self._run_turn, text, post, cancel, tool)
 
     def _run_turn(self, text: str, post: Post, cancel: threading.Event, tool: str | None) -> None:
         with self._lock:
             if self.agent is None:
-                post(TurnFailed("no model is loaded: pick a pair in the models screen (F2)"))
+                post(failed("no model is loaded: pick a pair in the models screen (F2)"))
                 return
             choice = tool or self.next_tool or self.options.tool_choice
             self.next_tool = None
@@ -94,21 +89,23 @@ class ChatSession(AgentSession):
                 result = self.run(text, tool_choice=choice, cancel=cancel, on_event=relay)
             except LocalspecError as exc:
                 relay.flush()
-                post(TurnFailed(str(exc)))
+                post(failed(str(exc)))
                 return
             except Exception as exc:  # a bug must show as a message in the chat, not kill the app
                 relay.flush()
-                post(TurnFailed(f"generation failed: {type(exc).__name__}: {exc}"))
+                post(failed(f"generation failed: {type(exc).__name__}: {exc}"))
                 return
             relay.flush()
             if saving and recorder is not None and recorder.error:
-                post(TurnNotice(f"this conversation is no longer being saved: {recorder.error}"))
-            final = StatsView.of(result.stats, first_token_s=result.first_token_s)
-            self.totals = self.totals.add(final, result.stats.generation_s)
-            if result.error:
-                post(TurnFailed(result.error))
-            post(TurnDone(final, result.stats.generation_s, cancelled=result.finish_reason == "cancelled",
-                          finish_reason=result.finish_reason))
+                post(Notice(0, f"this conversation is no longer being saved: {recorder.error}"))
+            self.totals = self.totals.add(StatsView.of(result.stats, first_token_s=result.first_token_s),
+                                          result.stats.generation_s)
+            post(Done(result))  # after the totals: the screen shows them when it sees the end
+
+
+def failed(message: str) -> Done:
+    """The end of a turn that could not run (no model, a refused tool choice, a bug): nothing was generated."""
+    return Done(AgentResult(finish_reason="error", error=message))
 
 
 def totals_of(turns: list[dict]) -> SessionView:
@@ -125,7 +122,8 @@ def totals_of(turns: list[dict]) -> SessionView:
 
 
 class Relay:
-    """Agent events -> TurnEvents: text batched per kind, tool calls and notices passed on, live stats attached.
+    """The agent's events for the screen: text batched per kind with live stats attached, prompt reading, tool calls
+    and notices passed on as they are (the run's Done comes from the session, after the totals).
 
     Live figures come from the engine's in-progress Stats (a generation's own timing is only set at its end), timed
     from the first token of that generation.
@@ -152,19 +150,13 @@ class Relay:
 
     def __call__(self, ev) -> None:
         kind = ev.type
-        if kind == "prompt":
-            self.post(ReadingPrompt(ev.done, ev.total, ev.rate))
-        elif kind == "text":
+        if kind == "text":
             last = self.engine.last_stats if self.engine is not None else None
             if last is not self._gen or last is None:
                 self._gen, self._gen_start = last, time.perf_counter()
             self.batch.add(ev.text, ev.origin, kind=ev.kind, counts=ev.token >= 0)
-        elif kind == "tool_call":
-            self.batch.flush(pause=True)
-            self.post(ToolStarted(ev.call_id, ev.name, ev.arguments))
-        elif kind == "tool_result":
-            r = ev.result
-            self.post(ToolFinished(ev.call_id, r.ok, r.content, r.error))
-        elif kind == "notice":
-            self.batch.flush(pause=True)
-            self.post(TurnNotice(ev.message))
+        elif kind in ("tool_call", "notice"):
+            self.batch.flush(pause=True)  # generation stops for a while: the next rate starts afresh
+            self.post(ev)
+        elif kind in ("prompt", "tool_result"):
+            self.post(ev)

@@ -28,7 +28,10 @@ from localspec.tui.livestats import StatsView, summary_line
 from localspec.tui.messages import TurnUpdate
 from localspec.tui.replay import CANCELLED
 from localspec.tui.shown import line, note
-from localspec.tui.turn import ReadingPrompt, TextChunk, ToolFinished, ToolStarted, TurnDone, TurnFailed, TurnNotice
+from localspec.agent import Done, Notice, ToolCallFinished, ToolCallStarted
+from localspec.tui.turn import TextChunk
+from localspec.turns import PromptRead
+from localspec.turns.events import reading_text
 from localspec.tui.widgets.message import ChatMessage
 from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.tui.widgets.reasoning import ReasoningBlock
@@ -441,9 +444,7 @@ class ChatScreen(Screen):
     async def on_turn_update(self, message: TurnUpdate) -> None:
         ev = message.event
         stats = self.query_one(StatsPanel)
-        if isinstance(ev, ReadingPrompt):
-            from localspec.turns.events import reading_text
-
+        if isinstance(ev, PromptRead):
             if ev.total >= READING_FROM:  # narrow: the figures are on the summary line below, not in the top bar
                 self.set_status("reading prompt… (Esc cancels)" if self.narrow else
                                 reading_text(ev.done, ev.total, ev.rate) + " (Esc cancels)")
@@ -469,26 +470,30 @@ class ChatScreen(Screen):
                 self._current = await self.add_message(role)
             await self._current.append(ev.runs)
             stats.show(ev.stats, ev.rate)
-        elif isinstance(ev, ToolStarted):
+        elif isinstance(ev, ToolCallStarted):
             await self._close_current()
             card = ToolCard(ev.call_id, ev.name, ev.arguments)
             self._cards[ev.call_id] = card
             await self.query_one("#log").mount(card)
-        elif isinstance(ev, ToolFinished):
+        elif isinstance(ev, ToolCallFinished):
             started = self._cards.pop(ev.call_id, None)
             if started is not None:
-                started.finish(ev.ok, ev.content, ev.error)
-        elif isinstance(ev, TurnNotice):
+                started.finish(ev.result.ok, ev.result.content, ev.result.error)
+        elif isinstance(ev, Notice):
             await self._close_current()
             await self.add_message("note", ev.message)
-        elif isinstance(ev, TurnDone):
+        elif isinstance(ev, Done):
+            result = ev.result
             await self._close_current()
-            stats.show(ev.stats, final=True)
+            if result.error:
+                await self.add_message("error", result.error + "  (Ctrl+G tries again)")
+            if result.steps:
+                stats.show(StatsView.of(result.stats, first_token_s=result.first_token_s), final=True)
             stats.show_totals(host(self).session.totals)
-            if ev.cancelled:
+            if result.finish_reason == "cancelled":
                 await self.add_message("note", CANCELLED)
-            elif ev.finish_reason in ("length", "max_steps"):
-                if ev.finish_reason == "length":
+            elif result.finish_reason in ("length", "max_steps"):
+                if result.finish_reason == "length":
                     await self.add_message("note", f"stopped at the token limit ({host(self).session.max_tokens} "
                                                    "tokens): F3 → This conversation → max tokens raises it")
                 else:
@@ -496,10 +501,6 @@ class ChatScreen(Screen):
             self.busy = False
             self.refresh_title()
             self.refresh_header()
-        elif isinstance(ev, TurnFailed):
-            await self._close_current()
-            await self.add_message("error", ev.message + "  (Ctrl+G tries again)")
-            self.busy = False
 
     def show_stats(self, view: StatsView, rates: Sequence[float] = ()) -> None:
         """Put fixed figures in the panel (snapshot tests and the screenshot use this: no timings)."""
