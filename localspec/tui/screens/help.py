@@ -92,7 +92,7 @@ def _table(rows: list[tuple[str, str]], head: tuple[str, str]) -> str:
 
 def folders() -> list[tuple[str, str]]:
     from localspec.models.paths import get_paths
-    from localspec.tui.screens.chat import short_path
+    from localspec.tui.widgets.top_bar import short_path
 
     p = get_paths()
     return [

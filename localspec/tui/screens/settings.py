@@ -24,7 +24,7 @@ from localspec.settings.config_toml import TABLES, Settings, config_keys, load_c
 from localspec.speculative import names as registry
 from localspec.terminal import display_text, safe_text
 from localspec.tui.host import host
-from localspec.tui.screens.chat import short_path
+from localspec.tui.widgets.top_bar import short_path
 from localspec.tui.shown import line, note
 
 HELP = {
