@@ -11,7 +11,7 @@ from localspec.tui.widgets.message import ChatMessage
 from localspec.tui.widgets.stats_panel import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
 from tests.hub_server import home  # noqa: F401  (fixture)
-from tests.tui_helpers import GREEDY, make_app, messages, plain, ready, wait_for, write_config
+from tests.tui_helpers import GREEDY, make_app, messages, plain, ready, settle, wait_for, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ async def command(pilot, text: str) -> None:
     prompt.focus()
     prompt.value = text
     await pilot.press("enter")
-    await pilot.pause(0.1)
+    await settle(pilot)
 
 
 def header(app) -> str:
@@ -131,7 +131,7 @@ async def test_panel_and_title_follow_the_conversation(chat_pair, workspace, hom
         assert "weather" not in header(app) and "localspec" in header(app)
         assert app.session.totals.turns == 0
         assert app.open_conversation(cid)
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: "tell me about the weather" in header(app), 5, "the reopened conversation")
         assert panel.view is None and app.session.totals.turns == 1  # its own turn, not "turns 0"
         assert "tell me about the weather" in header(app)
 
@@ -142,7 +142,7 @@ async def test_every_main_key_is_in_the_footer_at_80_columns(chat_pair, workspac
     app = make_app(chat_pair, workspace)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.pause(0.2)
+        await settle(pilot)
         shown = {k.key_display: k.region for k in app.screen.query(FooterKey) if k.region.width}
         labels = {k.key_display: k.description for k in app.screen.query(FooterKey) if k.region.width}
         for key in ("f1", "f2", "f3", "f4", "f5", "^n", "^s", "^r", "^q"):
