@@ -45,6 +45,59 @@ def header(app) -> str:
     return plain(app.chat.query_one("#topbar")) + plain(app.chat.query_one("#where"))
 
 
+async def test_every_action_gives_the_keyboard_back_to_the_prompt(chat_pair, workspace, home):  # noqa: F811
+    """Issue 39.2: after r, d (yes or no), c, Ctrl+G, Ctrl+N, F6 and closing F1, F3, F4 or Ctrl+S, what is typed goes
+    into the prompt and Up edits again, without a Tab first."""
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, max_tokens=6, tool_choice="none")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await reply(pilot, "first question")
+        await reply(pilot, "second question")
+        prompt = app.chat.query_one("#prompt")
+
+        async def typing_reaches_the_prompt(after: str) -> None:
+            await wait_for(pilot, lambda: not app.chat.busy and app.screen is app.chat, 60, f"the chat after {after}")
+            await settle(pilot)
+            assert app.focused is prompt, (after, app.focused)
+            await pilot.press("z")
+            assert prompt.value == "z", after
+            prompt.value = ""
+
+        async def on_last_message(*keys: str) -> None:
+            prompt.focus()
+            await pilot.press("up", *keys)
+
+        def written_again(old) -> bool:
+            return not app.chat.busy and messages(app, "assistant") and messages(app, "assistant")[-1] is not old
+
+        old = messages(app, "assistant")[-1]
+        await on_last_message("r")  # regenerate the focused reply
+        await wait_for(pilot, lambda: written_again(old), 60, "the regenerated reply")
+        await typing_reaches_the_prompt("r")
+        await on_last_message("c")  # copy it
+        await typing_reaches_the_prompt("c")
+        await on_last_message("d", "n")  # delete it? no
+        await typing_reaches_the_prompt("d, n")
+        await on_last_message("d", "y")  # delete it: yes
+        await wait_for(pilot, lambda: len(messages(app, "user")) == 1, 10, "the exchange to go")
+        await typing_reaches_the_prompt("d, y")
+        old = messages(app, "assistant")[-1]
+        await pilot.press("ctrl+g")
+        await wait_for(pilot, lambda: written_again(old), 60, "the regenerated reply")
+        await typing_reaches_the_prompt("Ctrl+G")
+        for key in ("f6", "f6"):
+            await pilot.press(key)
+            await typing_reaches_the_prompt(key)
+        for key in ("f1", "f3", "f4", "ctrl+s"):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: app.screen is not app.chat, 10, f"the screen {key} opens")
+            await pilot.press("escape")
+            await typing_reaches_the_prompt(f"{key} and Esc")
+        await pilot.press("ctrl+n")
+        await typing_reaches_the_prompt("Ctrl+N")
+
+
 @pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 async def test_tools_switch_per_chat_and_a_forced_tool(chat_pair, workspace, home):  # noqa: F811
     write_config(home, GREEDY)

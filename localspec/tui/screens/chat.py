@@ -304,6 +304,12 @@ class ChatScreen(Screen):
         panel.show_totals(self.session.totals)
         self.refresh_title()
         self.refresh_header()
+        self.action_focus_prompt()  # the message that had the keyboard may be gone: typing goes on in the prompt
+
+    def on_screen_resume(self) -> None:
+        """Back from a dialog or another screen: the keyboard is the prompt's, or a message's the user was on."""
+        if not isinstance(self.focused, (PromptInput, ChatMessage)):
+            self.action_focus_prompt()
 
     # -- the messages: Up from an empty prompt, then e, r, d (chat_editing.py) ----------------------------------------
     def on_prompt_input_up_from_empty(self, event: PromptInput.UpFromEmpty | None) -> None:  # None: the palette

@@ -106,6 +106,7 @@ class Editing:
                 gone = screen.session.delete_exchange(k)
                 await screen.show_conversation(restart=False)
                 screen.notify(f"deleted {gone} message{'s' if gone != 1 else ''}", timeout=2)
+            screen.prompt.focus()  # kept or deleted: typing goes on in the prompt
 
         n = stop - start
         screen.app.push_screen(ConfirmScreen(f"Delete this message and the reply to it ({n} message"

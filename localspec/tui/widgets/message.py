@@ -117,6 +117,7 @@ class ChatMessage(Vertical, can_focus=True):
         elif self.role == "call":
             self.query_one(".body", Static).update(self._plain())
 
-    def action_copy(self) -> None:
+    async def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.text)
         self.notify("message copied to the clipboard", timeout=2)
+        await self.run_action("screen.focus_prompt")  # copied: what is typed next goes into the prompt
