@@ -100,6 +100,28 @@ async def test_f1_help_header_and_approval_mode(chat_pair, workspace, home):
         assert len(keys) == 1 and keys[0].callback == app.action_help  # the palette's "Keys" is this help
 
 
+async def test_every_key_of_the_help_table_is_one_row(chat_pair, workspace, home):
+    """Issue 39.9: "F6, /tools on|off" split the Markdown table at its `|`: each key is one row, whole."""
+    from textual.widgets._markdown import MarkdownTable, MarkdownTableCellContents
+
+    from localspec.tui.screens.help import KEYS
+
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.query(MarkdownTable), 5,
+                       "the help screen")
+        await settle(pilot)
+        keys_table = app.screen.query(MarkdownTable).first()
+        cells = [str(c.content.plain if hasattr(c.content, "plain") else c.content)
+                 for c in keys_table.query(MarkdownTableCellContents)]
+        rows = [cells[i:i + 2] for i in range(2, len(cells), 2)]  # after the header's two cells
+        assert [key for key, _ in rows] == [key for key, _ in KEYS]
+        assert dict(rows)["F6, /tools on|off"].startswith("tools on or off for this chat")
+
+
 async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair, workspace, home):
     from textual.widgets._footer import FooterKey
 
