@@ -21,7 +21,7 @@ from localspec.runtime.compute_thread import ComputeThread
 from localspec.settings.config_toml import Settings
 from localspec.speculative import SpecEngine, Stats
 from localspec.tui.launch_options import AppOptions
-from localspec.tui.livestats import SessionView, StatsView
+from localspec.tui.livestats import ExchangeTotals, SessionView, StatsView
 from localspec.tui.turn import Batcher, ChatEvent
 
 Post = Callable[[ChatEvent], object]  # what it returns is not used
@@ -29,7 +29,7 @@ Post = Callable[[ChatEvent], object]  # what it returns is not used
 
 class ChatSession(AgentSession):
     def __init__(self, options: AppOptions, settings: Settings | None = None) -> None:
-        self.totals = SessionView()
+        self.exchanges = ExchangeTotals()  # what each exchange's turn generated: the panel's session totals
         self.next_tool: str | None = None  # a tool the next message must call (/tool NAME, the palette)
         # Loads and turns run on one thread, whichever worker asks (runtime/compute_thread.py says why).
         self._compute = ComputeThread("localspec-engine")
@@ -56,16 +56,35 @@ class ChatSession(AgentSession):
         """A new conversation: the session totals restart, and no tool is forced."""
         with self._lock:
             super().reset()
-            self.totals = SessionView()
+            self.exchanges = ExchangeTotals()
             self.next_tool = None
 
     def continue_conversation(self, conv, *, record: bool = False) -> None:
-        """The panel's session totals are the conversation's own, counted from its recorded turns."""
+        """The panel's session totals are the conversation's own, counted from its saved steps' statistics."""
         with self._lock:
             super().continue_conversation(conv, record=record)
             self.next_tool = None
-            self.totals = totals_of(self.conversations.turns(conv.id)) if self.conversations is not None \
-                else SessionView()
+            stats = self.conversations.message_stats(conv.id) if self.conversations is not None else []
+            self.exchanges = ExchangeTotals.of_saved(conv.messages or [], stats)
+
+    @property
+    def totals(self) -> SessionView:
+        """The statistics panel's session totals: the turns of the exchanges the conversation has now."""
+        return self.exchanges.view
+
+    def take_back(self, k: int) -> str:
+        with self._lock:
+            at = k % max(len(self.user_positions()), 1)
+            text = super().take_back(k)
+            self.exchanges.drop_from(at)
+            return text
+
+    def delete_exchange(self, k: int) -> int:
+        with self._lock:
+            at = k % max(len(self.user_positions()), 1)
+            gone = super().delete_exchange(k)
+            self.exchanges.drop(at)
+            return gone
 
     def run_turn(self, text: str, post: Post, cancel: threading.Event, *, tool: str | None = None) -> None:
         """Answer one user message through the agent loop, reporting through `post`, and always last a Done (its
@@ -98,27 +117,15 @@ class ChatSession(AgentSession):
             relay.flush()
             if saving and recorder is not None and recorder.error:
                 post(Notice(0, f"this conversation is no longer being saved: {recorder.error}"))
-            self.totals = self.totals.add(StatsView.of(result.stats, first_token_s=result.first_token_s),
-                                          result.stats.generation_s)
+            self.exchanges.answered(len(self.user_positions()) - 1,
+                                    StatsView.of(result.stats, first_token_s=result.first_token_s),
+                                    result.stats.generation_s)
             post(Done(result))  # after the totals: the screen shows them when it sees the end
 
 
 def failed(message: str) -> Done:
     """The end of a turn that could not run (no model, a refused tool choice, a bug): nothing was generated."""
     return Done(AgentResult(finish_reason="error", error=message))
-
-
-def totals_of(turns: list[dict]) -> SessionView:
-    """The session totals of a reopened conversation, from its recorded turns' statistics."""
-    view = SessionView()
-    for turn in turns:
-        st = turn.get("stats") or {}
-        times = st.get("time_s") or {}
-        gen_s = max(float(st.get("wall_s") or 0.0) - float(times.get("prefill") or 0.0), 0.0)
-        view = view.add(StatsView(generated=int(st.get("generated_tokens") or 0), drafted=int(st.get("drafted") or 0),
-                                  accepted=int(st.get("accepted") or 0),
-                                  target_passes=int(st.get("target_passes") or 0)), gen_s)
-    return view
 
 
 class Relay:

@@ -98,6 +98,36 @@ async def test_every_action_gives_the_keyboard_back_to_the_prompt(chat_pair, wor
         await typing_reaches_the_prompt("Ctrl+N")
 
 
+async def test_the_session_panel_counts_the_turns_shown(chat_pair, workspace, home):  # noqa: F811
+    """Issue 39.10: the panel said "turns 5" with 3 exchanges on the screen: it counted deleted and replaced turns."""
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, max_tokens=6, tool_choice="none")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        for text in ("one", "two", "three"):
+            await reply(pilot, text)
+        panel = app.chat.query_one(StatsPanel)
+
+        def turns_shown() -> tuple[int, str]:
+            return app.session.totals.turns, plain(panel.query_one("#totals")).split("\n")[0].split()[-1]
+
+        assert turns_shown() == (3, "3")
+        tokens = app.session.totals.generated
+        old = messages(app, "assistant")[-1]
+        await pilot.press("ctrl+g")  # the last reply written again: it replaces its turn
+        await wait_for(pilot, lambda: not app.chat.busy and messages(app, "assistant")[-1] is not old, 60, "it")
+        assert turns_shown() == (3, "3") and app.session.totals.generated == tokens
+        app.chat.query_one("#prompt").focus()
+        await pilot.press("up", "up", "up", "up", "up", "up", "d", "y")  # the first exchange goes, and its turn
+        await wait_for(pilot, lambda: len(messages(app, "user")) == 2, 10, "the first exchange to go")
+        assert turns_shown() == (2, "2")
+        cid = app.session.conversation_id
+        await pilot.press("ctrl+n")
+        assert app.open_conversation(cid)  # reopened: the same count, from what was saved
+        await wait_for(pilot, lambda: len(messages(app, "user")) == 2, 10, "the reopened conversation")
+        assert turns_shown() == (2, "2")
+
+
 @pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
 async def test_tools_switch_per_chat_and_a_forced_tool(chat_pair, workspace, home):  # noqa: F811
     write_config(home, GREEDY)

@@ -203,6 +203,21 @@ async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspa
                        "the new conversation")
 
 
+async def test_f3_says_where_an_empty_fields_value_comes_from(chat_pair, workspace, home):
+    """Issue 39.10: F3 showed "max tokens 200 (default)" when 200 came from --max-tokens."""
+    write_config(home, GREEDY)
+    for flags, max_tokens, temperature in [({"max_tokens": 200, "temperature": 0.3}, "200 (--max-tokens)",
+                                            "0.3 (--temperature)"),
+                                           ({"max_tokens": None}, "1024 (default)", "0.0 (config)")]:
+        app = make_app(chat_pair, workspace, **flags)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("f3")
+            await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen), 5, "the settings screen")
+            assert app.screen.query_one("#conv-max-tokens").placeholder == max_tokens
+            assert app.screen.query_one("#conv-temperature").placeholder == temperature
+
+
 async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair, workspace, home):
     """The one-line summary and a multi-line prompt must not slow the UI while a reply streams (< 50 ms)."""
     from tests.tui_helpers import MODEL_ONLY, StallMonitor, assert_no_stall, idle_baseline
