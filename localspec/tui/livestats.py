@@ -164,15 +164,26 @@ def slow_hint(view: StatsView | None) -> str | None:
     return f"speculation is slower than the target alone here ({view.estimated_speedup:.2f}x): try {what}"
 
 
-def summary_line(view: StatsView | None) -> str:
-    """The statistics panel folded into one line (narrow terminals)."""
+def summary_line(view: StatsView | None, width: int | None = None) -> str:
+    """The statistics panel folded into one line (narrow terminals), in `width` characters: the words grow shorter,
+    and the rate goes, before anything is cut (the warnings stay: they say what to do)."""
     if view is None:
         return "no generation yet · ^t: statistics panel"
     accepted = f"{100 * view.acceptance_rate:.0f}%" if view.drafted else "–"
-    line = (f"{view.generated} tok · {view.tokens_per_second:.1f} tok/s · "
-            f"{view.mean_accepted_length:.2f} tok/pass · {accepted} accepted · est. {view.speedup_text}")
-    if slow_hint(view):
-        line += " · slower than the target alone"
-    if view.switched_off:
-        line += f" · off: {', '.join(sorted(view.switched_off))}"
-    return line + " · ^t panel"
+    slow = slow_hint(view) is not None
+    off = f"off: {', '.join(sorted(view.switched_off))}" if view.switched_off else ""
+    counted = f"{len(view.switched_off)} drafting off" if view.switched_off else ""  # the panel names them
+    tokens, per_pass = f"{view.generated} tok", f"{view.mean_accepted_length:.2f} tok/pass"
+    forms = [
+        [tokens, f"{view.tokens_per_second:.1f} tok/s", per_pass, f"{accepted} accepted", f"est. {view.speedup_text}",
+         "slower than the target alone" if slow else "", off, "^t panel"],
+        [tokens, f"{view.tokens_per_second:.0f} tok/s", per_pass, f"{accepted} acc", view.speedup_text,
+         "slower than target" if slow else "", off, "^t"],
+        [tokens, per_pass, f"{accepted} acc", view.speedup_text, "slower" if slow else "", off, "^t"],
+        [tokens, per_pass, f"{accepted} acc", view.speedup_text, "slower" if slow else "", counted, "^t"],
+    ]
+    lines = [" · ".join(p for p in parts if p) for parts in forms]
+    if width is None:
+        return lines[0]
+    fitting = [text for text in lines if len(text) <= width]
+    return fitting[0] if fitting else lines[-1][:max(width - 1, 0)] + "…"

@@ -139,7 +139,7 @@ class ChatScreen(Screen):
         line.display = not panel.display
         panel.summary = line
         if line.display:
-            line.update(summary_line(panel.view))
+            line.update(summary_line(panel.view, width - 2))  # the line's padding: one column each side
         footer = self.query_one(Footer)
         footer.compact = narrow
         footer.show_command_palette = not narrow  # at 80 columns the keys need the room

@@ -31,6 +31,7 @@ class TopBar(Horizontal):
         self.title = ""  # the conversation's title
         self.pair = "no model"
         self.narrow = False
+        self._where = ""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="topbar")
@@ -47,15 +48,28 @@ class TopBar(Horizontal):
             self.pair = pair
         if narrow is not None:
             self.narrow = narrow
+        status = self.status
+        if self.narrow:  # the footer's "esc Stop" says it: the status keeps its room
+            status = status.removesuffix(" (Esc cancels)")
+        rest = f" · {self.pair} · {status}"
         limit = NARROW_TITLE_CHARS if self.narrow else TITLE_CHARS
-        shown = self.title if len(self.title) <= limit else self.title[:limit - 1].rstrip() + "…"
-        head = f" {shown} · " if shown else " localspec · "
+        if self.size.width:  # the title gives way first: what the app is doing stays whole
+            limit = min(limit, self.size.width - len(self._where) - len(rest) - 1)
+        shown = self.title
+        if len(shown) > limit:  # cut with "…", or left out where not even a few characters fit
+            shown = shown[:limit - 1].rstrip() + "…" if limit >= 4 else ""
+        head = f" {shown}" if shown else " localspec"
         for bar in self.query("#topbar").results(Static):  # none before the bar is composed
-            bar.update(line(f"{head}{self.pair} · {self.status}"))  # the title is the user's text, the pair file names
+            bar.update(line(head + rest))  # the title is the user's text, the pair file names
+
+    def on_resize(self) -> None:
+        self.show()
 
     def show_where(self, workspace: Path, tools: str, approval: str) -> None:
         """The right part: `tools` is "on", "off" or "next: NAME"."""
         folder = workspace.name if self.narrow else short_path(workspace)
         key = "" if self.narrow else " (F6)"
+        self._where = f"{folder} · tools {tools}{key} · approval {approval} "
         for bar in self.query("#where").results(Static):
-            bar.update(line(f"{folder} · tools {tools}{key} · approval {approval} "))  # a folder can hold markup
+            bar.update(line(self._where))  # a folder can hold markup
+        self.show()
