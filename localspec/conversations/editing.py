@@ -8,7 +8,7 @@ saved copy in the store together, so a reopened conversation is the one the user
 
 from __future__ import annotations
 
-from localspec.conversations.store import ConversationError, ConversationStore
+from localspec.conversations.store import ConversationError, ConversationStore, title_from
 from localspec.errors import LocalspecError
 
 
@@ -43,12 +43,19 @@ class SavedCopy:
         offset = 1 if history and history[0].get("role") == "system" else 0
         self.store.delete_messages(self.cid, start - offset, stop - offset)
 
+    def retitle(self, first_before: str, first_now: str | None) -> None:
+        """The first question went: a title made from it follows the new first one (a title the user gave stays)."""
+        title = self.store.get(self.cid, messages=False).title
+        if first_now and title == title_from(first_before):
+            self.store.rename(self.cid, title_from(first_now))
+
 
 def remove(history: list[dict], start: int, stop: int | None, saved: SavedCopy | None) -> str | None:
     """Delete history[start:stop] from the saved copy (when there is one), then from the history. Returns the store's
     error when the saved copy could not be changed (the history changes anyway: the conversation on screen and the
     model's view stay one)."""
     end = len(history) if stop is None else stop
+    first_before = _first_question(history)
     error = None
     if saved is not None:
         try:
@@ -56,7 +63,17 @@ def remove(history: list[dict], start: int, stop: int | None, saved: SavedCopy |
         except ConversationError as exc:
             error = str(exc)
     del history[start:end]
+    first_now = _first_question(history)
+    if saved is not None and error is None and first_before is not None and first_now != first_before:
+        try:
+            saved.retitle(first_before, first_now)
+        except ConversationError as exc:
+            error = str(exc)
     return error
+
+
+def _first_question(history: list[dict]) -> str | None:
+    return next((str(m.get("content") or "") for m in history if m.get("role") == "user"), None)
 
 
 def take_back(history: list[dict], k: int, saved: SavedCopy | None) -> tuple[str, str | None]:

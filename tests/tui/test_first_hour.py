@@ -121,6 +121,7 @@ async def test_the_session_panel_counts_the_turns_shown(chat_pair, workspace, ho
         await pilot.press("up", "up", "up", "up", "up", "up", "d", "y")  # the first exchange goes, and its turn
         await wait_for(pilot, lambda: len(messages(app, "user")) == 2, 10, "the first exchange to go")
         assert turns_shown() == (2, "2")
+        assert app.chat.top_bar.title == "two"  # the title made from "one" went with it
         cid = app.session.conversation_id
         await pilot.press("ctrl+n")
         assert app.open_conversation(cid)  # reopened: the same count, from what was saved
