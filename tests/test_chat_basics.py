@@ -161,13 +161,13 @@ def test_tools_off_for_a_chat_means_no_tool_definitions_in_the_prompt(home, tiny
     set_config_value("approval", "read-only")  # the reading tools only: their definitions fit the tiny model
     session = session_on(tiny_target, tmp_path, max_tokens=48, tool_choice="auto")
     try:
-        agent = session._agent
+        agent = session.agent
         assert session.tools_on and agent.tool_specs()
         session.tools_on = False
         assert agent.tool_specs() == []
         events = say(session, "hello", tool="none")
-        done = [e for e in events if type(e).__name__ == "TurnDone"][0]
-        assert done.stats.generated > 0
+        done = [e for e in events if type(e).__name__ == "Done"][0]
+        assert done.result.stats.generated_tokens > 0
         assert store_params(session)["tools"] is False  # remembered with the conversation
         cid = session.conversation_id
         session.reset()
@@ -208,7 +208,7 @@ def test_a_run_conversation_resumed_in_the_app_keeps_its_pair(home, tmp_path):  
         sel = session.initial_selection()
         assert sel.demo and sel.pair == "demo"
         session.load(sel)
-        meta = session._conversation_meta()
+        meta = session.conversation_meta()
         assert meta["pair"] == "demo" and meta["params"]["pair_name"] == "demo"
     finally:
         session.shutdown()

@@ -179,7 +179,7 @@ def test_app_shows_the_fallback_warning(home, no_template, tmp_path):
     session = ChatSession(AppOptions(flags=RunFlags(ctx_size=8192, chat_template=str(template)), workspace=tmp_path, record=False))
     try:
         info = session.load(resolve_selection(target=no_template))
-        assert info.warning is None and session._pair.target.chat_template == PLAIN_TEMPLATE
+        assert info.warning is None and session.pair.target.chat_template == PLAIN_TEMPLATE
     finally:
         session.shutdown()
 

@@ -22,6 +22,7 @@ import pytest
 from localspec.conversations import ConversationStore
 from localspec.terminal import display_text, hidden, safe_json, safe_text
 from tests.scripted_gguf import write_scripted_gguf
+from tests.tui_helpers import settle, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -243,7 +244,13 @@ async def expand_all(pilot) -> None:
 
     for block in pilot.app.screen.query(Collapsible):
         block.collapsed = False
-    await pilot.pause(0.2)
+    await settle(pilot)
+
+
+async def shows(pilot, markers: list[str]) -> str:
+    """The rendered screen once every marker is on it (each is checked by assert_clean next)."""
+    await wait_for(pilot, lambda: all(m in rendered(pilot.app) for m in markers), 10, f"{markers} on the screen")
+    return rendered(pilot.app)
 
 
 @pytest.fixture
@@ -261,7 +268,8 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
     from localspec.tui.messages import TurnUpdate
     from localspec.tui.screens.export import ExportScreen
     from localspec.tui.screens.sessions import SessionsScreen
-    from localspec.tui.turn import TextChunk, TurnNotice
+    from localspec.agent import Notice
+    from localspec.tui.turn import TextChunk
 
     home = tmp_path / "home"
     monkeypatch.setenv("LOCALSPEC_HOME", str(home))
@@ -270,15 +278,12 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
     app = LocalspecApp(AppOptions(flags=RunFlags(target=str(target), max_tokens=4, ctx_size=8192), workspace=tmp_path,
                                   resume=cid))
     async with app.run_test(size=(160, 200)) as pilot:
-        for _ in range(300):
-            if app.session.loaded and app.screen is app.chat:
-                break
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: app.session.loaded and app.screen is app.chat, 15, "the pair")
         # Resumed messages, reasoning, tool cards (expanded), the toast naming the conversation.
+        markers = ["REDTEXT", "CLEARED", "OWNEDTITLE", "CLICKME", "REVERSED", "[bold]MARKUP[/bold]"]
+        await wait_for(pilot, lambda: app.chat.chat_log.messages(), 10, "the resumed conversation")
         await expand_all(pilot)
-        assert_clean(rendered(app), markers=["REDTEXT", "CLEARED", "OWNEDTITLE", "CLICKME", "REVERSED",
-                                             "[bold]MARKUP[/bold]"])
+        assert_clean(await shows(pilot, markers), markers=markers)
         # The streaming reasoning block, a streamed answer and a notice, as a live turn posts them.
         chat = app.chat
         await chat.on_turn_update(TurnUpdate(TextChunk(runs=(("target", "live " + PAYLOAD),), kind="reasoning",
@@ -287,21 +292,19 @@ async def test_the_app_renders_stored_and_streamed_text_escaped(tmp_path, monkey
         shown = rendered(app)
         assert_clean(shown, markers=["live"])
         await chat.on_turn_update(TurnUpdate(TextChunk(runs=(("target", "streamed " + PAYLOAD),), tokens=3)))
-        await chat.on_turn_update(TurnUpdate(TurnNotice("notice " + PAYLOAD)))
-        await pilot.pause(0.3)
-        assert_clean(rendered(app), markers=["streamed", "notice"])
+        await chat.on_turn_update(TurnUpdate(Notice(1, "notice " + PAYLOAD)))
+        assert_clean(await shows(pilot, ["streamed", "notice"]), markers=["streamed", "notice"])
         # The saved conversations screen (F4): titles and pairs.
         app.action_sessions()
-        await pilot.pause(0.5)
-        assert isinstance(app.screen, SessionsScreen)
-        assert_clean(rendered(app), markers=["REDTEXT", "OWNEDTITLE", "[bold]MARKUP[/bold][@click=app.quit]"])
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionsScreen), 10, "the conversations screen")
+        markers = ["REDTEXT", "OWNEDTITLE", "[bold]MARKUP[/bold][@click=app.quit]"]
+        assert_clean(await shows(pilot, markers), markers=markers)
         app.pop_screen()
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.screen is app.chat, 10, "the chat")
         # The export dialog names the conversation.
         chat.action_save_transcript()
-        await pilot.pause(0.5)
-        assert isinstance(app.screen, ExportScreen)
-        assert_clean(rendered(app), markers=["REDTEXT"])
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen), 10, "the export dialog")
+        assert_clean(await shows(pilot, ["REDTEXT"]), markers=["REDTEXT"])
 
 
 @pytest.mark.slow  # the CLI, the app or MCP servers end to end
@@ -318,11 +321,8 @@ async def test_the_apps_tools_screen_shows_mcp_text_escaped(tmp_path, monkeypatc
     app = LocalspecApp(AppOptions(flags=RunFlags(target=str(target), max_tokens=4, ctx_size=8192), workspace=tmp_path,
                                   mcp_config=hostile_mcp_config(tmp_path)))
     async with app.run_test(size=(220, 60)) as pilot:
-        for _ in range(600):
-            if app.session.loaded and "shiny" in app.session.toolbox.names():
-                break
-            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: app.session.loaded and "shiny" in app.session.toolbox.names(), 30,
+                       "the pair and the MCP server's tools")
         app.action_tools()
-        await pilot.pause(0.5)
-        assert isinstance(app.screen, ToolsScreen)
-        assert_clean(rendered(app), markers=["REDTEXT", "OWNEDTITLE"])  # the description column and the notice
+        await wait_for(pilot, lambda: isinstance(app.screen, ToolsScreen), 10, "the tools screen")
+        assert_clean(await shows(pilot, ["REDTEXT", "OWNEDTITLE"]), markers=["REDTEXT", "OWNEDTITLE"])  # the description column and the notice

@@ -56,12 +56,51 @@ def make_app(pair, workspace, **kw) -> LocalspecApp:
     return LocalspecApp(AppOptions(flags=RunFlags(**flags), workspace=workspace, **kw))
 
 
+POLL_S = 0.02  # how often a condition is looked at again while the app works
+
+
 async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "condition") -> None:
+    """Until `cond()` holds (the app runs meanwhile): a wait on what the user would see, never a fixed sleep."""
     end = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.02)
+        await pilot.pause(POLL_S)
+
+
+async def settle(pilot) -> None:
+    """Until the app has handled every message it has and its animations ran: what it shows now is what it will
+    show (Pilot.pause without a delay waits for the pending messages)."""
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
+async def while_busy(pilot, watch=lambda: None, timeout: float = 300.0) -> None:
+    """Until the reply being written ends, calling `watch()` each time the app has moved on."""
+    app = pilot.app
+    end = time.monotonic() + timeout
+    while app.chat.busy:
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting for the reply to end")
+        watch()
+        await pilot.pause(POLL_S)
+
+
+async def idle_baseline(pilot, seconds: float = 1.0) -> "StallMonitor":
+    """The stall monitor's timer on the idle app for `seconds`: how late this machine makes a tick with nothing to
+    do (a measuring window, not a wait for anything)."""
+    idle = StallMonitor(pilot.app)
+    idle.start()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        await pilot.pause(POLL_S)
+    idle.stop()
+    return idle
+
+
+def screen_text(app) -> str:
+    """The screen as a person reads it: its lines as plain text (Textual's compositor output)."""
+    return "\n".join(strip.text.rstrip() for strip in app.screen._compositor.render_strips())
 
 
 async def ready(pilot) -> None:
@@ -125,8 +164,7 @@ async def stall_during(pilot, app, prompt: str) -> StallMonitor:
     monitor = StallMonitor(app)
     monitor.start()
     await send(pilot, prompt)
-    while app.chat.busy:
-        await pilot.pause(0.02)
+    await while_busy(pilot)
     monitor.stop()
     return monitor
 

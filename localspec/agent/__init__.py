@@ -2,6 +2,7 @@
 its events)."""
 
 from localspec.agent.events import (
+    AgentEvent,
     ApprovalDecided,
     ApprovalNeeded,
     Done,
@@ -9,17 +10,15 @@ from localspec.agent.events import (
     EventHandler,
     MessageAdded,
     Notice,
-    PromptProgress,
     StepStats,
-    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
-from localspec.agent.loop import DEFAULT_SYSTEM, TOOL_CHOICES, Agent
+from localspec.agent.loop import DEFAULT_SYSTEM, Agent
 from localspec.agent.outcome import FINISH_REASONS, AgentResult, ToolCallRecord
 
 __all__ = [
-    "Agent", "AgentResult", "ApprovalDecided", "ApprovalNeeded", "DEFAULT_SYSTEM", "Done", "Event", "EventHandler",
-    "FINISH_REASONS", "MessageAdded", "Notice", "PromptProgress", "StepStats", "TOOL_CHOICES", "TextDelta",
-    "ToolCallFinished", "ToolCallRecord", "ToolCallStarted",
+    "Agent", "AgentEvent", "AgentResult", "ApprovalDecided", "ApprovalNeeded", "DEFAULT_SYSTEM", "Done", "Event",
+    "EventHandler", "FINISH_REASONS", "MessageAdded", "Notice", "StepStats", "ToolCallFinished", "ToolCallRecord",
+    "ToolCallStarted",
 ]

@@ -1,60 +1,35 @@
-"""Typed events the agent loop emits, for UIs (TUI worker thread, CLI) and the conversation recorder.
+"""What the agent loop adds to the turn's events (turns/events.py), for UIs (the app's worker thread, the CLI) and the
+conversation recorder: one vocabulary. The loop passes the turn's Delta and PromptRead on as they are, stamped with
+the step, and adds what only it knows: messages, tool calls and their approval, notices, each step's statistics and
+the end of the run.
 
-Why plain dataclasses and a callback: the TUI posts them to its own thread; nothing here knows about
-textual.
+Why plain dataclasses and a callback: the app posts them to its own thread; nothing here knows about Textual.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from localspec.speculative import Stats
 from localspec.tools import ApprovalRequest, ToolResult
+from localspec.turns import Delta, PromptRead
 
 
 @dataclass
-class Event:
+class AgentEvent:
     type = "event"
 
 
 @dataclass
-class TextDelta(Event):
-    """Generated text as it is verified. kind "text" is the visible answer, "reasoning" what a reasoning model
-    thinks before it (`<think>` tags left out), "call" is a tool call being written (under the schema constraint). origin is who proposed the token: "target", "model", "schema", ... so a UI can
-    colour accepted drafts."""
-    step: int
-    text: str
-    origin: str
-    token: int
-    kind: str = "text"
-    type = "text"
-
-
-@dataclass
-class PromptProgress(Event):
-    """The model is reading its prompt: `done` of the `total` tokens to evaluate, `seconds` so far (a long prompt
-    on a CPU takes seconds before the first token; a UI says so). Not recorded."""
-    step: int
-    done: int
-    total: int
-    seconds: float
-    type = "prompt"
-
-    @property
-    def rate(self) -> float | None:
-        return self.done / self.seconds if self.done and self.seconds > 0 else None
-
-
-@dataclass
-class MessageAdded(Event):
+class MessageAdded(AgentEvent):
     """A message was appended to the conversation (user, assistant with or without tool_calls, tool)."""
     message: dict
     type = "message"
 
 
 @dataclass
-class ToolCallStarted(Event):
+class ToolCallStarted(AgentEvent):
     step: int
     call_id: str
     name: str
@@ -63,7 +38,7 @@ class ToolCallStarted(Event):
 
 
 @dataclass
-class ApprovalNeeded(Event):
+class ApprovalNeeded(AgentEvent):
     """Sent just before the Toolbox's approver is asked (the approver itself answers)."""
     step: int
     call_id: str
@@ -72,7 +47,7 @@ class ApprovalNeeded(Event):
 
 
 @dataclass
-class ApprovalDecided(Event):
+class ApprovalDecided(AgentEvent):
     step: int
     call_id: str
     decision: str  # a tools.Decision value: allow_once, allow_always, deny_once, deny_always
@@ -80,7 +55,7 @@ class ApprovalDecided(Event):
 
 
 @dataclass
-class ToolCallFinished(Event):
+class ToolCallFinished(AgentEvent):
     step: int
     call_id: str
     name: str
@@ -91,7 +66,7 @@ class ToolCallFinished(Event):
 
 
 @dataclass
-class Notice(Event):
+class Notice(AgentEvent):
     """Something the user should know that is not an error of the run (e.g. a call cut off by max tokens)."""
     step: int
     message: str
@@ -99,7 +74,7 @@ class Notice(Event):
 
 
 @dataclass
-class StepStats(Event):
+class StepStats(AgentEvent):
     """Engine statistics of one step: `stats` merges the step's generations (free text, then the call)."""
     step: int
     stats: Stats
@@ -108,10 +83,11 @@ class StepStats(Event):
 
 
 @dataclass
-class Done(Event):
+class Done(AgentEvent):
     result: Any  # AgentResult
     type = "done"
 
 
+Event = Union[Delta, PromptRead, AgentEvent]  # what an on_event handler receives
 EventHandler = Callable[[Event], None]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from typing import Callable
 
 from localspec.agent.events import (
@@ -23,9 +24,7 @@ from localspec.agent.events import (
     Event,
     MessageAdded,
     Notice,
-    PromptProgress,
     StepStats,
-    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -33,10 +32,9 @@ from localspec.agent.outcome import AgentResult, ToolCallRecord
 from localspec.errors import ConfigError, ContextOverflowError
 from localspec.speculative import GenParams
 from localspec.tools import Decision, ToolResult
-from localspec.turns import Delta, PromptRead, TurnRequest, new_call_id
+from localspec.turns import Delta, PromptRead, ToolChoice, TurnRequest, new_call_id
 from localspec.turns.conversation import ChatTurns, TurnProvider
-
-TOOL_CHOICES = ("auto", "required", "none")
+from localspec.turns.tool_choice import NONE, REQUIRED
 
 # What the CLI (and TUI) send as the system prompt unless the user gives one.
 DEFAULT_SYSTEM = ("You are a helpful assistant working in the user's project folder (the workspace). Use the tools "
@@ -103,7 +101,7 @@ class Agent:
         names = [only] if only else self.tool_names
         return [s for s in self.toolbox.specs(available_only=True) if s["function"]["name"] in names]
 
-    def run(self, prompt: str, *, tool_choice: str | dict = "auto", cancel: threading.Event | None = None,
+    def run(self, prompt: str, *, tool_choice: ToolChoice | str | dict = "auto", cancel: threading.Event | None = None,
             on_event: Callable[[Event], None] | None = None) -> AgentResult:
         """Add a user message and loop until the model answers without a call, the step limit, or cancel.
 
@@ -111,14 +109,14 @@ class Agent:
         tool name / {"type": "function", "function": {"name": ...}} (required, that tool only). Later steps: auto.
         KeyboardInterrupt and unexpected exceptions propagate after a Done event with the partial result (which
         last_result holds too), so a recorder saves how the turn ended."""
-        choice, only = self._parse_choice(tool_choice)
+        choice = self._checked(ToolChoice.parse(tool_choice))
         cancel = cancel or threading.Event()
         result = AgentResult()
         self.last_result = result
         emit = self._emitter(on_event)
         try:
             self._add(emit, result, {"role": "user", "content": prompt})
-            self._loop(result, choice, only, cancel, emit)
+            self._loop(result, choice, cancel, emit)
         except ContextOverflowError as exc:
             result.finish_reason, result.error = "context", str(exc)
         except KeyboardInterrupt:  # the caller gets the exception; the event handler gets the ending
@@ -151,17 +149,18 @@ class Agent:
         self.messages = [m for m in self.messages[:1] if m.get("role") == "system"]
 
     # -- the loop ------------------------------------------------------------------------------------------------
-    def _loop(self, result: AgentResult, choice: str, only: str | None, cancel, emit) -> None:
+    def _loop(self, result: AgentResult, choice: ToolChoice, cancel, emit) -> None:
         for step in range(1, self.max_steps + 1):
             if cancel.is_set():
                 result.finish_reason = "cancelled"
                 return
             last = step == self.max_steps and step > 1
-            step_choice = "none" if last else (choice if step == 1 else "auto")
+            step_choice = ToolChoice(NONE) if last else (choice if step == 1 else ToolChoice())
             specs = self.tool_specs()  # per step: a UI may switch the policy mode between steps
             if not specs:
-                step_choice = "none"
-            callable_specs = [s for s in specs if s["function"]["name"] == only] if only and step == 1 else specs
+                step_choice = ToolChoice(NONE)
+            named = step_choice.name
+            callable_specs = [s for s in specs if s["function"]["name"] == named] if named else specs
             request = TurnRequest(self.params, tuple(callable_specs), step_choice, max_calls=self.max_calls_per_turn,
                                   call_max_tokens=self.call_max_tokens)
             turn = self.provider.run(self.messages, request, prompt_tools=specs, thinking=self.thinking,
@@ -254,13 +253,11 @@ class Agent:
 
     @staticmethod
     def _turn_emitter(step: int, emit):
-        """The turn's text as the agent's TextDelta events, how far its prompt is read as PromptProgress (its other
-        events are for the server)."""
+        """The turn's text and how far its prompt is read, passed on stamped with the step (ReasoningWritten is
+        for the server)."""
         def relay(ev) -> None:
-            if isinstance(ev, Delta):
-                emit(TextDelta(step, ev.text, ev.origin, ev.token, ev.kind))
-            elif isinstance(ev, PromptRead):
-                emit(PromptProgress(step, ev.done, ev.total, ev.seconds))
+            if isinstance(ev, (Delta, PromptRead)):
+                emit(replace(ev, step=step))
         return relay
 
     @staticmethod
@@ -284,16 +281,13 @@ class Agent:
             raise ConfigError(f"unknown tool(s) {', '.join(unknown)}; available: {', '.join(known)}")
         return list(tools)
 
-    def _parse_choice(self, tool_choice) -> tuple[str, str | None]:
-        if isinstance(tool_choice, dict):
-            name = (tool_choice.get("function") or {}).get("name")
-            if not isinstance(name, str):
-                raise ConfigError('tool_choice object must look like {"type": "function", "function": {"name": ...}}')
-            tool_choice = name
-        if tool_choice in TOOL_CHOICES:
-            if tool_choice == "required" and not self.tool_specs():
-                raise ConfigError("tool_choice 'required' but no tool is available (check the policy mode)")
-            return tool_choice, None
-        if tool_choice in self.tool_names and self.tool_specs(tool_choice):
-            return "required", tool_choice
-        raise ConfigError(f"invalid tool_choice {tool_choice!r}: use auto, required, none or an available tool name")
+    def _checked(self, choice: ToolChoice) -> ToolChoice:
+        """The choice, if the tools allow it: a named tool must be one offered now."""
+        if choice.name is not None:
+            if choice.name in self.tool_names and self.tool_specs(choice.name):
+                return choice
+            raise ConfigError(f"invalid tool_choice {choice.name!r}: use auto, required, none or an available tool "
+                              "name")
+        if choice.mode == REQUIRED and not self.tool_specs():
+            raise ConfigError("tool_choice 'required' but no tool is available (check the policy mode)")
+        return choice

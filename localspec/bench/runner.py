@@ -30,7 +30,7 @@ from localspec.speculative import (
     build_engine,
     projected_s,
 )
-from localspec.turns import Bounds, Delta, TurnEngine, TurnRequest
+from localspec.turns import Bounds, Delta, ToolChoice, TurnEngine, TurnRequest
 
 CONFIGS = {
     "baseline": (),  # target only, even when the pair has a draft model
@@ -87,7 +87,7 @@ def case_request(case: Case, params: GenParams, tool_choice: str | None = None,
                  bounds: Bounds = BOUNDS) -> TurnRequest:
     """The turn a case asks for: its tool choice (the suite's, else `tool_choice`, else auto), several calls where
     it expects them (BFCL's parallel category), the bench's bounds, and the token limit for the whole turn."""
-    choice = case.tool_choice or tool_choice or "auto"
+    choice = ToolChoice.parse(case.tool_choice or tool_choice)
     return TurnRequest(params, tuple(case.tools), choice, parallel=case.category == "parallel",
                        max_calls=MAX_CALLS, call_max_tokens=params.max_tokens, total_tokens=params.max_tokens,
                        bounds=bounds)

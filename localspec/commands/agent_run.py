@@ -13,12 +13,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from localspec.commands.shared_flags import flags_from_args, open_from_args
-from localspec.commands.tools import add_mcp_arg, start_mcp
+from localspec.commands.shared_flags import flags_from_args
+from localspec.commands.tools import add_mcp_arg, stderr_notice
 from localspec.conversations import find_saved
 from localspec.errors import ConfigError
+from localspec.commands.reasoning_output import ReasoningPrinter
 from localspec.terminal import display_text, safe_json, safe_text
+from localspec.tools import Policy
 from localspec.tools.safety.display import arguments_line
+from localspec.tools.safety.terminal_approval import ask_on_terminal
 
 APPROVE_MODES = ("ask", "auto", "never")
 
@@ -53,8 +56,6 @@ def add_agent_args(p) -> None:
 
 
 def _policy_and_approver(args):
-    from localspec.tools import Policy
-
     if args.read_only:
         return Policy("read-only"), None
     if args.approve == "auto":
@@ -66,8 +67,6 @@ def _policy_and_approver(args):
 
 def terminal_approver(stdin=None, out=None):
     """Ask on the terminal; no terminal on stdin (or end of input): the call does not run (tools.NotAsked)."""
-    from localspec.tools.safety.terminal_approval import ask_on_terminal
-
     def approve(request):
         return ask_on_terminal(request, stdin or sys.stdin, out or sys.stderr)
 
@@ -78,8 +77,8 @@ class _Printer:
     """Streams the answer to stdout; tool activity and stats go to stderr."""
 
     def __init__(self, reasoning: str = "show"):
+        # Imported here: console.py loads the turn engine, which `localspec --help` does not need.
         from localspec.commands.console import PromptMeter
-        from localspec.commands.reasoning_output import ReasoningPrinter
 
         self.at_line_start = True
         self.thoughts = ReasoningPrinter(reasoning == "show")  # reasoning to stderr, or hidden
@@ -118,12 +117,10 @@ class _Printer:
 
 
 def cmd_agent_run(args, remote=None) -> int:
-    """`remote`: a launch.remote.RemoteConfig when the turns run on an OpenAI-compatible server (the tools, the
-    approvals and the MCP servers stay here)."""
-    from localspec.agent import DEFAULT_SYSTEM, Agent
-    from localspec.agent.drafting_memory import StoredGenerations, call_history
-    from localspec.settings.config_toml import load_config
-    from localspec.tools import Toolbox
+    """`remote`: a launch.backend_choice.RemoteConfig when the turns run on an OpenAI-compatible server (the tools,
+    the approvals and the MCP servers stay here)."""
+    # Imported here, not at the top: this module is loaded to build `localspec --help`, the session only to run.
+    from localspec.agent.session import AgentSession, SessionOptions
 
     if getattr(args, "raw", False):
         raise ConfigError("--raw cannot be combined with --tools (the agent needs the chat template)")
@@ -137,61 +134,45 @@ def cmd_agent_run(args, remote=None) -> int:
         workspace = Path(conv.workspace)  # its tool calls and results name files there
     if not workspace.is_dir():
         raise ConfigError(f"--workspace {workspace}: not an existing directory")
-    names = [n.strip() for n in args.tool_names.split(",") if n.strip()] if args.tool_names else None
+    names = tuple(n.strip() for n in args.tool_names.split(",") if n.strip()) if args.tool_names else None
     policy, approver = _policy_and_approver(args)
-    toolbox = Toolbox(workspace, policy, approver, env_allow=load_config().tools.env_allow_names())
-    system = DEFAULT_SYSTEM if args.system is None else (args.system or None)
-    if conv is not None and args.system is None:
-        system = conv.system
-    mcp = start_mcp(args.mcp_config, toolbox)  # MCP servers start while the model loads; stopped at the end
-    recorder = None
-    run: LocalRun | RemoteRun | None = None
+    options = SessionOptions(flags=flags_from_args(args), workspace=workspace.resolve(), system_prompt=args.system,
+                             tool_choice=args.tool_choice, record=not args.no_transcript,
+                             resume=conv.id if conv is not None and not args.no_transcript else None,
+                             mcp_config=args.mcp_config, tool_names=names, max_steps=args.max_steps,
+                             call_max_tokens=args.call_max_tokens)
+    session = AgentSession(options, policy=policy, approver=approver)
     interrupted = False
     try:  # whatever fails from here on, the servers, the store and the models are closed before returning
-        recorder = None if args.no_transcript else _open_recorder(conv.id if conv else None)
-        if remote is None:
-            # Drafting learns from the stored calls; this run's calls are kept with its conversation.
-            history = generations = None
-            if recorder is not None:
-                history = call_history(recorder.store, lambda: recorder.id)
-                generations = StoredGenerations(recorder.store, lambda: recorder.id)
-            run = LocalRun(open_from_args(args, history=history, generations=generations))
-        else:
-            run = RemoteRun.of(args, remote)
-        if recorder is not None:
-            meta = _meta(args, run, workspace, system)
-            recorder.meta = lambda: meta
-        assert run is not None
-        if mcp is not None:
-            mcp.wait()
-        agent = Agent(run.turns, toolbox, system=system, params=run.params, max_steps=args.max_steps, tools=names,
-                      call_max_tokens=args.call_max_tokens, thinking=run.thinking)
-        if conv is not None:
-            agent.messages += [dict(m) for m in conv.messages or []]
+        if session.store_error:
+            print(f"warning: the conversation will not be saved: {safe_text(session.store_error, 500)}",
+                  file=sys.stderr)
+        if conv is not None and session.conversation_id is None:
+            session.resume(conv, record=False)  # --no-transcript (or no store): carried on, not saved
+        session.extra_meta = {"approve": "read-only" if args.read_only else args.approve}
+        session.start_mcp(stderr_notice)  # MCP servers start while the model loads; stopped at the end
+        info = session.load(remote or session.initial_selection())
+        if info.warning:
+            print(f"warning: {safe_text(info.warning, 2000)}", file=sys.stderr)  # it names a file: escaped
         on_event = None if args.json else _Printer(getattr(args, "reasoning", "show"))
         try:
-            result = agent.run(args.prompt, tool_choice=args.tool_choice,
-                               on_event=recorder.wrap(on_event) if recorder else on_event)
+            result = session.run(args.prompt, on_event=on_event)
         except KeyboardInterrupt:
-            if agent.last_result is None:
+            assert session.agent is not None  # loaded above
+            if session.agent.last_result is None:
                 raise
-            result, interrupted = agent.last_result, True
+            result, interrupted = session.agent.last_result, True
+        recorder = session.recorder
     finally:
-        if mcp is not None:
-            mcp.close()
-        if recorder is not None:
-            recorder.close()
-        if run is not None:
-            run.close()
+        session.shutdown()
     if recorder is not None and recorder.error:
         print(f"warning: the conversation was not saved completely: {safe_text(recorder.error, 500)}",
               file=sys.stderr)
 
     if args.json:
-        assert run is not None  # opened, or the exception went up
-        print(safe_json(result.to_dict(**run.info(), conversation=recorder.id if recorder else None)))
+        print(safe_json(result.to_dict(**_ran_on(info), conversation=recorder.id if recorder else None)))
     else:
-        from localspec.commands.console import end_reply
+        from localspec.commands.console import end_reply  # loaded by _Printer already, or now (--json: not at all)
 
         end_reply()
         note = f"; {safe_text(result.error, 500)}" if result.error else ""
@@ -204,69 +185,8 @@ def cmd_agent_run(args, remote=None) -> int:
     return 1 if result.finish_reason == "context" else 0
 
 
-def _open_recorder(conversation_id: str | None):
-    """Save the run as a conversation (`localspec sessions`); a store that cannot be opened is a warning."""
-    from localspec.agent.record import open_recorder
-
-    recorder, why = open_recorder(conversation_id)
-    if why:
-        print(f"warning: the conversation will not be saved: {safe_text(why, 500)}", file=sys.stderr)
-    return recorder
-
-
-def _meta(args, run, workspace: Path, system: str | None) -> dict:
-    """What the saved conversation runs with."""
-    model = run.meta()
-    return {"pair": model["pair"], "workspace": str(workspace.resolve()), "system": system,
-            "params": {**model["params"], "temperature": run.params.sampling.temperature,
-                       "max_tokens": run.params.max_tokens, "max_steps": args.max_steps,
-                       "tool_choice": args.tool_choice, "approve": "read-only" if args.read_only else args.approve}}
-
-
-class LocalRun:
-    """The agent's turns on the local pair."""
-
-    def __init__(self, opened):
-        self.opened, self.config, self.pair = opened, opened.config, opened.pair
-        self.turns, self.params, self.thinking = opened.engine, opened.config.params, opened.config.thinking
-
-    def info(self) -> dict:
-        """What `--json` says ran the turns."""
-        pair = self.pair
-        return {"target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None}
-
-    def meta(self) -> dict:
-        """The model part of the saved conversation's settings."""
-        sel = self.config.selection
-        return {"pair": sel.pair or sel.target.name,
-                "params": {"pair_name": sel.pair, "target": str(sel.target),
-                           "draft": str(sel.draft) if sel.draft else None}}
-
-    def close(self) -> None:
-        self.opened.close()
-
-
-class RemoteRun:
-    """The agent's turns on an OpenAI-compatible server."""
-
-    def __init__(self, turns, params, thinking: bool, remote):
-        self.turns, self.params, self.thinking, self.remote = turns, params, thinking, remote
-
-    @classmethod
-    def of(cls, args, remote) -> "RemoteRun":
-        from localspec.launch.run_config import resolve_params
-        from localspec.remote.turns import open_turns
-
-        params, thinking = resolve_params(flags_from_args(args))
-        return cls(open_turns(remote), params, thinking, remote)
-
-    def info(self) -> dict:
-        return {"target": None, "draft": None, "backend": "openai", "base_url": self.remote.base_url,
-                "model": self.turns.backend.model}
-
-    def meta(self) -> dict:
-        return {"pair": self.turns.label,
-                "params": {"backend": "openai", "base_url": self.remote.base_url, "model": self.remote.model}}
-
-    def close(self) -> None:
-        """Nothing local to close (the server's connection is per request)."""
+def _ran_on(info) -> dict:
+    """What `--json` says ran the turns."""
+    if info.remote is not None:
+        return {"target": None, "draft": None, "backend": "openai", "base_url": info.remote, "model": info.model}
+    return {"target": str(info.target), "draft": str(info.draft) if info.draft else None}

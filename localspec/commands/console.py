@@ -37,7 +37,7 @@ class PromptMeter:
             self.shown = False
 
     def __call__(self, ev) -> None:
-        """An agent event handler: PromptProgress updates the line, anything else clears it."""
+        """An agent event handler: PromptRead updates the line, anything else clears it."""
         if getattr(ev, "type", "") == "prompt":
             self.update(ev.done, ev.total, ev.seconds)
         else:

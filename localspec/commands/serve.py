@@ -69,6 +69,8 @@ def validate_serve_args(args) -> None:
 
 def cmd_serve(args) -> int:
     validate_serve_args(args)
+    # Imported here, not at the top: this module is loaded to build `localspec --help`, the server only to serve.
+    from localspec.agent.backend import warm_up
     from localspec.serve.http_app import create_app
     from localspec.serve.server import serve_forever
     from localspec.serve.service import ChatService
@@ -94,6 +96,7 @@ def cmd_serve(args) -> int:
     # Where it will generate: runtime/compute_thread.py says why.
     opened = compute.call(open_from_args, args, history=CallHistory(stored))
     pair, engine, config = opened.pair, opened.engine, opened.config
+    compute.call(warm_up, pair.target)  # as every front end does (agent/backend.py): not in the first request
     target = Path(pair.target.path)
     model_id = args.model_name or config.pair or target.stem  # the demo's pair name is "demo", as everywhere
     service = ChatService(pair, engine, model_id=model_id, defaults=config.params, fmt=fmt,
@@ -116,10 +119,10 @@ def cmd_serve(args) -> int:
 
 def _serve_remote(args, remote, serve_forever, create_app) -> int:
     """Clients of this server answered by the OpenAI-compatible backend behind it (serve/forward.py)."""
-    from localspec.remote.client import RemoteBackend
+    from localspec.agent.backend import connect
     from localspec.serve.forward import RemoteChatService
 
-    backend = RemoteBackend(remote.base_url, remote.model, remote.api_key)
+    backend = connect(remote).backend  # as every front end connects (agent/backend.py)
     service = RemoteChatService(backend, model_id=args.model_name, max_waiting=args.max_queue)
     keys = api_keys(args)
     print(f"localspec serve: http://{args.host}:{args.port}/v1  model '{service.model_id}' (answered by "

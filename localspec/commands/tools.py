@@ -3,13 +3,16 @@
 JSON: a list of {"name", "source" ("builtin" or "mcp:SERVER"), "read_only", "description"}. A server that fails
 to start is one line on stderr; the others and the built-ins are still listed.
 
-Also the shared start-up of MCP servers for the commands that run the agent (`run --tools`).
+Also how the commands that run the agent (`run --tools`) say an MCP server failed.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from localspec.terminal import safe_json, safe_text
+from localspec.tools import Toolbox
 
 
 def add_mcp_arg(p) -> None:
@@ -27,14 +30,14 @@ def register(sub) -> None:
 def start_mcp(path: str | None, toolbox):
     """The MCP servers of mcp.json (or --mcp-config FILE) starting in the background, their tools offered through
     `toolbox`, failures as `note:` lines on stderr; None when none is configured."""
+    # Imported here: the MCP client loads when servers start, not to build `localspec --help`.
     from localspec.mcp import attach_servers
 
-    return attach_servers(toolbox, path, on_notice=_stderr_notice)
+    return attach_servers(toolbox, path, on_notice=stderr_notice)
 
 
-def _stderr_notice(message: str) -> None:
-    from localspec.terminal import safe_text
-
+def stderr_notice(message: str) -> None:
+    """An MCP server's failure as a `note:` line on stderr (`tools`, `run --tools`)."""
     print(f"note: {safe_text(message, 2000)}", file=sys.stderr, flush=True)  # a server's words: shown, not run
 
 
@@ -44,8 +47,6 @@ def tool_rows(toolbox) -> list[dict]:
 
 
 def cmd_tools(args) -> int:
-    from localspec.tools import Toolbox
-
     toolbox = Toolbox(Path.cwd(), "ask")  # listing only: nothing runs
     mcp = start_mcp(args.mcp_config, toolbox)
     try:
@@ -55,8 +56,6 @@ def cmd_tools(args) -> int:
     finally:
         if mcp is not None:
             mcp.close()
-    from localspec.terminal import safe_json, safe_text
-
     if args.json:
         print(safe_json(rows))
         return 0

@@ -20,7 +20,7 @@ from localspec.commands.shared_flags import (
     flags_from_args,
 )
 from localspec.errors import ConfigError
-from localspec.tui.launch_options import APP_MAX_TOKENS
+from localspec.launch.run_config import APP_MAX_TOKENS
 
 
 def add_top_level_args(parser: argparse.ArgumentParser) -> None:

@@ -22,6 +22,7 @@ from localspec.speculative import names as registry
 
 CTX_SIZE = 8192  # tokens; llama.cpp keeps it within what the model was trained on
 MAX_TOKENS = 256  # per reply, where the front end has no default of its own
+APP_MAX_TOKENS = 1024  # per model turn in the app, unless --max-tokens says otherwise (a chat allows longer replies)
 FLASH_ATTN = "auto"
 
 

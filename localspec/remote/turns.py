@@ -31,23 +31,18 @@ def wire_messages(messages: Sequence[dict]) -> list[dict]:
     return [{k: m[k] for k in MESSAGE_KEYS if k in m} for m in model_messages(messages)]
 
 
-def tool_choice(request: TurnRequest, prompt_tools: Sequence[dict]):
-    """OpenAI's tool_choice for a turn: "none", "auto", "required", or the named tool when the turn may call only
-    one of the tools the prompt shows (the app's /tool NAME, run --tool-choice NAME)."""
-    if request.choice == "none" or not request.tools:
+def tool_choice(request: TurnRequest):
+    """OpenAI's tool_choice for a turn: "none" when it may call nothing, else its own (a named tool: the app's
+    /tool NAME, run --tool-choice NAME)."""
+    if not request.tools:
         return "none"
-    if request.choice == "required":
-        names = [t["function"]["name"] for t in request.tools]
-        if len(names) == 1 and len(prompt_tools) > 1:
-            return {"type": "function", "function": {"name": names[0]}}
-        return "required"
-    return "auto"
+    return request.choice.openai()
 
 
 def budget(request: TurnRequest) -> int:
     """One completion's token limit: a local turn gives its text and each call their own limits; a server gets one
     request for both, so a call may take as many tokens as a call may here."""
-    if request.tools and request.choice != "none":
+    if request.tools and request.choice.calls:
         return max(request.params.max_tokens, request.call_max_tokens)
     return request.params.max_tokens
 
@@ -128,7 +123,7 @@ class RemoteTurns:
         pieces = 0
         done: RemoteDone | None = None
         stream = self.backend.stream(
-            wire_messages(messages), tools, tool_choice(request, prompt_tools) if tools else None,
+            wire_messages(messages), tools, tool_choice(request) if tools else None,
             max_tokens=request.total_tokens or budget(request), temperature=sampling.temperature,
             top_p=sampling.top_p if sampling.temperature > 0 else None, seed=sampling.seed,
             stop=list(params.stop) or None, cancel=cancel, extra=extra)

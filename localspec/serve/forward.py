@@ -17,11 +17,12 @@ from localspec.errors import LocalspecError
 from localspec.remote.client import RemoteBackend, RemoteDone, RemoteReasoningDelta, RemoteTextDelta, RemoteToolCall
 from localspec.remote.turns import remote_stats, wire_messages
 from localspec.serve.api_errors import APIError, overloaded
-from localspec.serve.generate import CallsEvent, DoneEvent, Emit, ErrorEvent, ReasoningEvent, TextEvent, openai_call
+from localspec.serve.generate import CallsEvent, DoneEvent, Emit, ErrorEvent, openai_call
 from localspec.serve.metrics import Metrics
 from localspec.serve.queue import Job, QueueFull, WorkQueue
 from localspec.serve.responses import now
 from localspec.serve.schemas import ChatRequest
+from localspec.turns import REASONING, TEXT, Delta
 
 log = logging.getLogger("localspec.serve")
 
@@ -76,7 +77,7 @@ class RemoteChatService:
         calls: list[dict] = []
         done: RemoteDone | None = None
         for ev in self.backend.stream(wire_messages(req.messages), req.tools or None,
-                                      req.tool_choice if req.tools else None, max_tokens=req.max_tokens,
+                                      req.tool_choice.openai() if req.tools else None, max_tokens=req.max_tokens,
                                       temperature=req.temperature, top_p=req.top_p, seed=req.seed,
                                       stop=list(req.stop) or None, response_format=req.response_format,
                                       cancel=job.cancel, extra=extra):
@@ -84,9 +85,9 @@ class RemoteChatService:
                 first = time.perf_counter() - t0
             if isinstance(ev, RemoteTextDelta):
                 pieces += 1
-                emit(TextEvent(ev.text))
+                emit(Delta(ev.text, TEXT))
             elif isinstance(ev, RemoteReasoningDelta):
-                emit(ReasoningEvent(ev.text))
+                emit(Delta(ev.text, REASONING))
             elif isinstance(ev, RemoteToolCall):
                 calls.append(openai_call(ev.name, ev.arguments if ev.arguments is not None else {}))
             elif isinstance(ev, RemoteDone):

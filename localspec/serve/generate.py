@@ -1,5 +1,7 @@
-"""Run a Plan as one turn (localspec/turns/, the same turn the agent loop runs) and report text, reasoning, tool
-calls and the end through `emit`, in the server's terms.
+"""Run a Plan as one turn (localspec/turns/, the same turn the agent loop runs) and report it through `emit`: the
+turn's own Delta for what streams (its kind REASONING as `reasoning_content`, any other as content), and the server's
+own words where an OpenAI response needs them: the calls as `tool_calls` entries, the end with its finish reason and
+usage, an error to answer with (docs/architecture.md, Events).
 
 Reasoning streams as `reasoning_content` (llama-server's `--reasoning-format deepseek`), or with "none" as content,
 tags and all. The call trigger is never shown as content. With response_format and tools, the output may be a call:
@@ -17,16 +19,6 @@ from typing import Callable
 from localspec.serve.plan import Plan
 from localspec.speculative import Stats
 from localspec.turns import JSON, REASONING, TEXT, Delta, ReasoningWritten, TurnEngine, TurnResult
-
-
-@dataclass
-class TextEvent:
-    text: str
-
-
-@dataclass
-class ReasoningEvent:
-    text: str  # reasoning as it streams (`<think>` tags left out)
 
 
 @dataclass
@@ -68,17 +60,15 @@ def finish_reason(turn: TurnResult) -> str:
 
 
 def run_plan(turns: TurnEngine, plan: Plan, cancel: threading.Event, emit: Emit) -> TurnResult:
-    held = plan.mode == "json" and bool(plan.tools)  # the output may be a call: not content until we know
+    held = plan.grammar is not None and bool(plan.tools)  # the output may be a call: not content until we know
 
     def relay(ev) -> None:
         if isinstance(ev, ReasoningWritten):
             if plan.raw_reasoning:
-                emit(TextEvent(ev.text))
+                emit(Delta(ev.text, TEXT))  # as content, tags and all
         elif isinstance(ev, Delta):
-            if ev.kind == REASONING and not plan.raw_reasoning:
-                emit(ReasoningEvent(ev.text))
-            elif ev.kind == TEXT or (ev.kind == JSON and not held):
-                emit(TextEvent(ev.text))
+            if ev.kind == REASONING and not plan.raw_reasoning or ev.kind == TEXT or (ev.kind == JSON and not held):
+                emit(ev)
 
     turn = turns.run(plan.prompt, plan.request(), cancel=cancel, emit=relay)
     content = (turn.written_reasoning if plan.raw_reasoning else "") + turn.content
@@ -86,7 +76,7 @@ def run_plan(turns: TurnEngine, plan: Plan, cancel: threading.Event, emit: Emit)
     if calls:
         emit(CallsEvent(calls))
     elif held and turn.content:
-        emit(TextEvent(turn.content))
+        emit(Delta(turn.content, TEXT))
     reasoning = None if plan.raw_reasoning else (turn.reasoning or None)
     answer: str | None = content
     if calls:

@@ -14,12 +14,13 @@ from typing import Sequence
 
 from localspec.serve.api_errors import APIError, internal, unauthorized
 from localspec.serve.body import parse_json, read_body
-from localspec.serve.generate import CallsEvent, DoneEvent, ErrorEvent, ReasoningEvent, TextEvent
+from localspec.serve.generate import CallsEvent, DoneEvent, ErrorEvent
 from localspec.serve.guard import LoopbackOnly
 from localspec.serve.plan import Plan
 from localspec.serve.responses import chunk, completion, model_card, new_id, now, spec_stats, stream_calls_delta, usage
 from localspec.serve.schemas import parse_chat_request
 from localspec.serve.service import ChatService
+from localspec.turns import REASONING, Delta
 
 log = logging.getLogger("localspec.serve")  # one line per request for the debug log (debug_log.py)
 RELAY_S = 0.02  # a stream's events wake the event loop at most this often (see _relay)
@@ -83,7 +84,7 @@ def create_app(service: ChatService, api_key: str | Sequence[str] | None = None)
         if isinstance(plan, Plan):  # a remote backend's service passes the request on as it came (serve/forward.py)
             log.info("chat request from %s: %d messages, %d tools, tool_choice=%s, stream=%s, mode=%s, "
                      "max_tokens=%d, prompt=%d tokens, queue: %d waiting", client or "?", len(req.messages),
-                     len(req.tools), req.forced_tool or req.tool_choice, req.stream, plan.mode,
+                     len(req.tools), req.tool_choice, req.stream, plan.mode,
                      plan.params.max_tokens, len(plan.prompt), service.queue.waiting)
         else:
             log.info("chat request from %s: %d messages, %d tools, stream=%s: to the backend", client or "?",
@@ -156,10 +157,9 @@ def create_app(service: ChatService, api_key: str | Sequence[str] | None = None)
             yield json.dumps(chunk(rid, created, mid, {"role": "assistant", "content": ""}))
             while True:
                 ev = await events.get()
-                if isinstance(ev, TextEvent):
-                    yield json.dumps(chunk(rid, created, mid, {"content": ev.text}))
-                elif isinstance(ev, ReasoningEvent):
-                    yield json.dumps(chunk(rid, created, mid, {"reasoning_content": ev.text}))
+                if isinstance(ev, Delta):
+                    key = "reasoning_content" if ev.kind == REASONING else "content"
+                    yield json.dumps(chunk(rid, created, mid, {key: ev.text}))
                 elif isinstance(ev, CallsEvent):
                     yield json.dumps(chunk(rid, created, mid, stream_calls_delta(ev.calls)))
                 elif isinstance(ev, ErrorEvent):

@@ -17,33 +17,38 @@ from localspec.serve.api_errors import bad_request
 from localspec.serve.satisfiable import never_satisfied
 from localspec.serve.schemas import ChatRequest
 from localspec.speculative import JSON_OPTIONS, GenParams, check_grammar, json_schema_grammar, tools_schema
-from localspec.turns import TurnRequest
+from localspec.turns import ToolChoice, TurnRequest
 from localspec.turns.calls import call_grammar
+from localspec.turns.tool_choice import NONE
 
-# How the output is produced:
+# How the output is produced (`mode`, for the log):
 #   free  - unconstrained text (no tools, or tool_choice "none")
 #   auto  - free text, switching to a constrained call when the model writes the format's trigger
 #   calls - the whole output is a constrained call (tool_choice "required" or a named function)
 #   json  - the whole output is constrained JSON (response_format), or with tools+auto: JSON or a call
+MODES = {"none": "free", "auto": "auto", "required": "calls"}
 
 
 @dataclass
 class Plan:
     prompt: list[int]
     params: GenParams
-    mode: str
     fmt: ToolCallFormat
+    choice: ToolChoice = ToolChoice(NONE)  # the request's own, parsed once (serve/schemas.py); none: no tools
     grammar: str | None = None  # whole-output grammar (json)
     tools: tuple[dict, ...] = ()
     parallel: bool = False  # parallel_tool_calls: more calls may follow the first
     raw_reasoning: bool = False  # reasoning_format "none": the `<think>` text stays in the content as written
 
+    @property
+    def mode(self) -> str:
+        return "json" if self.grammar is not None else MODES[self.choice.mode]
+
     def request(self) -> TurnRequest:
         """The turn this plan runs: the request's max_tokens bounds the whole reply, calls included."""
-        choice = "required" if self.mode == "calls" else "auto"
-        return TurnRequest(self.params, self.tools, choice, parallel=self.parallel,
+        return TurnRequest(self.params, self.tools, self.choice, parallel=self.parallel,
                            call_max_tokens=self.params.max_tokens, total_tokens=self.params.max_tokens,
-                           grammar=self.grammar if self.mode == "json" else None)
+                           grammar=self.grammar)
 
 
 def _calls_grammar(tools, fmt: ToolCallFormat, parallel: bool) -> str:
@@ -177,11 +182,12 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
                      stop=req.stop or defaults.stop)
 
     tools = tuple(req.tools)
-    if req.forced_tool:
-        tools = tuple(t for t in tools if t["function"]["name"] == req.forced_tool)
-    use_tools = bool(tools) and req.tool_choice != "none"  # with "none" the model still sees them in the prompt
-    plan = Plan(prompt, params, "free", fmt, tools=tools if use_tools else (), parallel=req.parallel_tool_calls,
-                raw_reasoning=req.reasoning_format == "none")
+    choice = req.tool_choice
+    if choice.name is not None:
+        tools = tuple(t for t in tools if t["function"]["name"] == choice.name)
+    use_tools = bool(tools) and choice.calls  # with "none" the model still sees them in the prompt
+    plan = Plan(prompt, params, fmt, choice if use_tools else ToolChoice(NONE), tools=tools if use_tools else (),
+                parallel=req.parallel_tool_calls, raw_reasoning=req.reasoning_format == "none")
     if use_tools:
         for i, t in enumerate(req.tools):
             if t in tools:
@@ -196,19 +202,16 @@ def make_plan(model, n_ctx: int, req: ChatRequest, defaults: GenParams, fmt: Too
         check_enforceable(req.json_schema, "response_format.json_schema.schema")
         check_patterns(req.json_schema, model, "response_format.json_schema.schema")
         schema = req.json_schema
-        if use_tools and req.tool_choice == "auto":
+        if use_tools and choice.mode == "auto":
             plan.grammar = _checked(lambda: _answer_or_call_grammar(model, schema, tools, fmt), model,
                                     "response_format.json_schema.schema")
         elif use_tools:  # a call is required: the response format only applies to answers, and there is none
-            plan.mode = "calls"
             # Built here only to refuse a schema llguidance cannot take (the turn engine builds its own).
             _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
             return plan
         else:
             plan.grammar = _checked(lambda: json_schema_grammar(schema), model,
                                     "response_format.json_schema.schema")
-        plan.mode = "json"
     elif use_tools:
         _checked(lambda: _calls_grammar(tools, fmt, req.parallel_tool_calls), model, "tools")
-        plan.mode = "auto" if req.tool_choice == "auto" else "calls"
     return plan

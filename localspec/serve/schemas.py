@@ -16,8 +16,10 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from localspec.errors import ConfigError
 from localspec.serve.api_errors import bad_request
 from localspec.serve.values import json_text_problem, lone_surrogate
+from localspec.turns import ToolChoice
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function", "ipython")
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # OpenAI's rule for function names
@@ -35,15 +37,11 @@ class ChatRequest:
     stream: bool = False
     include_usage: bool = False
     tools: list[dict] = field(default_factory=list)
-    tool_choice: str | dict = "auto"  # "auto" | "none" | "required" | {"type": "function", "function": {"name"}}
+    tool_choice: ToolChoice = ToolChoice()  # "auto" | "none" | "required" | a named function, parsed once
     parallel_tool_calls: bool = False
     response_format: dict | None = None  # {"type": "json_object"} | {"type": "json_schema", "json_schema": {...}}
     thinking: bool = True  # chat_template_kwargs.enable_thinking: a reasoning model thinks before it answers
     reasoning_format: str = "deepseek"  # "deepseek": reasoning as reasoning_content; "none": raw in content
-
-    @property
-    def forced_tool(self) -> str | None:
-        return self.tool_choice["function"]["name"] if isinstance(self.tool_choice, dict) else None
 
     @property
     def json_schema(self) -> dict | None:
@@ -345,17 +343,16 @@ def _stops(value) -> tuple[str, ...]:
     return tuple(s for s in ([value] if isinstance(value, str) else value) if s)
 
 
-def _choice(value, names: list[str]):
-    if value is None:
-        return "auto"
+def _choice(value, names: list[str]) -> ToolChoice:
     if value == "required" and not names:
         raise bad_request("tool_choice 'required' needs 'tools'", "tool_choice")
-    if isinstance(value, str):
-        return value
-    name = value.function.name
-    if name not in names:
-        raise bad_request(f"tool_choice names '{name}', which is not in 'tools'", "tool_choice")
-    return {"type": "function", "function": {"name": name}}
+    try:
+        choice = ToolChoice.parse(value if value is None or isinstance(value, str) else value.model_dump())
+    except ConfigError as exc:  # an empty name
+        raise bad_request(str(exc), "tool_choice") from None
+    if choice.name is not None and choice.name not in names:
+        raise bad_request(f"tool_choice names '{choice.name}', which is not in 'tools'", "tool_choice")
+    return choice
 
 
 def _format(value: _ResponseFormat | None) -> dict | None:

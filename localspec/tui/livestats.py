@@ -88,6 +88,62 @@ class SessionView:
         return self.generated / self.generation_s if self.generation_s > 0 else 0.0
 
 
+def stored_view(stats: dict) -> tuple[StatsView, float]:
+    """A saved step's statistics (Stats.to_dict) as the panel counts them, with their generation time."""
+    times = stats.get("time_s") or {}
+    gen_s = max(float(stats.get("wall_s") or 0.0) - float(times.get("prefill") or 0.0), 0.0)
+    return StatsView(generated=int(stats.get("generated_tokens") or 0), drafted=int(stats.get("drafted") or 0),
+                     accepted=int(stats.get("accepted") or 0),
+                     target_passes=int(stats.get("target_passes") or 0)), gen_s
+
+
+class ExchangeTotals:
+    """The session totals, kept per exchange of the conversation (a user message and the reply to it): an exchange
+    deleted or written again takes its turn's figures with it, so the panel counts the turns that are shown."""
+
+    def __init__(self) -> None:
+        self._turns: list[list[tuple[StatsView, float]]] = []  # per exchange, in order: what its turns generated
+
+    def answered(self, exchange: int, view: StatsView, generation_s: float) -> None:
+        while len(self._turns) <= exchange:
+            self._turns.append([])
+        self._turns[exchange] = [(view, generation_s)]
+
+    def drop_from(self, exchange: int) -> None:
+        """The exchange and every one after it are gone (regenerate, edit and resend)."""
+        del self._turns[exchange:]
+
+    def drop(self, exchange: int) -> None:
+        """One exchange is gone (delete)."""
+        if exchange < len(self._turns):
+            del self._turns[exchange]
+
+    @classmethod
+    def of_saved(cls, messages: list[dict], stats: list[dict | None]) -> "ExchangeTotals":
+        """A reopened conversation's: each saved step's statistics ride on the message it wrote."""
+        totals, exchange = cls(), -1
+        for message, step in zip(messages, stats):
+            if message.get("role") == "user":
+                exchange += 1
+                totals._turns.append([])
+            elif step and exchange >= 0:
+                totals._turns[exchange].append(stored_view(step))
+        return totals
+
+    @property
+    def view(self) -> SessionView:
+        total = SessionView()
+        for steps in self._turns:
+            if not steps:
+                continue
+            total = total.add(StatsView(generated=sum(v.generated for v, _ in steps),
+                                        drafted=sum(v.drafted for v, _ in steps),
+                                        accepted=sum(v.accepted for v, _ in steps),
+                                        target_passes=sum(v.target_passes for v, _ in steps)),
+                              sum(s for _, s in steps))
+        return total
+
+
 def slow_hint(view: StatsView | None) -> str | None:
     """What to try when speculation has measurably cost time in this reply, else None: only once something was
     drafted (with nothing drafted the reply ran as the target alone, 1.00x, and there is nothing to switch off),
@@ -108,15 +164,26 @@ def slow_hint(view: StatsView | None) -> str | None:
     return f"speculation is slower than the target alone here ({view.estimated_speedup:.2f}x): try {what}"
 
 
-def summary_line(view: StatsView | None) -> str:
-    """The statistics panel folded into one line (narrow terminals)."""
+def summary_line(view: StatsView | None, width: int | None = None) -> str:
+    """The statistics panel folded into one line (narrow terminals), in `width` characters: the words grow shorter,
+    and the rate goes, before anything is cut (the warnings stay: they say what to do)."""
     if view is None:
         return "no generation yet · ^t: statistics panel"
     accepted = f"{100 * view.acceptance_rate:.0f}%" if view.drafted else "–"
-    line = (f"{view.generated} tok · {view.tokens_per_second:.1f} tok/s · "
-            f"{view.mean_accepted_length:.2f} tok/pass · {accepted} accepted · est. {view.speedup_text}")
-    if slow_hint(view):
-        line += " · slower than the target alone"
-    if view.switched_off:
-        line += f" · off: {', '.join(sorted(view.switched_off))}"
-    return line + " · ^t panel"
+    slow = slow_hint(view) is not None
+    off = f"off: {', '.join(sorted(view.switched_off))}" if view.switched_off else ""
+    counted = f"{len(view.switched_off)} drafting off" if view.switched_off else ""  # the panel names them
+    tokens, per_pass = f"{view.generated} tok", f"{view.mean_accepted_length:.2f} tok/pass"
+    forms = [
+        [tokens, f"{view.tokens_per_second:.1f} tok/s", per_pass, f"{accepted} accepted", f"est. {view.speedup_text}",
+         "slower than the target alone" if slow else "", off, "^t panel"],
+        [tokens, f"{view.tokens_per_second:.0f} tok/s", per_pass, f"{accepted} acc", view.speedup_text,
+         "slower than target" if slow else "", off, "^t"],
+        [tokens, per_pass, f"{accepted} acc", view.speedup_text, "slower" if slow else "", off, "^t"],
+        [tokens, per_pass, f"{accepted} acc", view.speedup_text, "slower" if slow else "", counted, "^t"],
+    ]
+    lines = [" · ".join(p for p in parts if p) for parts in forms]
+    if width is None:
+        return lines[0]
+    fitting = [text for text in lines if len(text) <= width]
+    return fitting[0] if fitting else lines[-1][:max(width - 1, 0)] + "…"

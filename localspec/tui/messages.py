@@ -10,12 +10,12 @@ from concurrent.futures import Future
 from textual.message import Message
 
 from localspec.tools import ApprovalRequest
-from localspec.tui.session import PairInfo
-from localspec.tui.turn import TurnEvent
+from localspec.agent.backend import PairInfo
+from localspec.tui.turn import ChatEvent
 
 
 class TurnUpdate(Message):
-    def __init__(self, event: TurnEvent) -> None:
+    def __init__(self, event: ChatEvent) -> None:
         super().__init__()
         self.event = event
 

@@ -1,4 +1,5 @@
-"""What a chat turn reports to the UI, and the batcher that keeps those reports to a few dozen per second.
+"""What a chat turn reports to the screen: the agent's events as they are, except its text, which the batcher here
+turns into TextChunks, a few dozen per second.
 
 Why batch: a small model emits hundreds of tokens per second; posting each one to the UI thread would make the
 event loop re-render Markdown hundreds of times a second. The generating thread coalesces tokens into chunks
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable, Union
 
+from localspec.agent import Done, Notice, ToolCallFinished, ToolCallStarted
 from localspec.tui.livestats import StatsView
+from localspec.turns import PromptRead
 
 @dataclass(frozen=True)
 class TextChunk:
@@ -26,54 +29,13 @@ class TextChunk:
         return "".join(t for _, t in self.runs)
 
 
-@dataclass(frozen=True)
-class ToolStarted:
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolFinished:
-    call_id: str
-    ok: bool
-    content: str
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ReadingPrompt:
-    """The model is reading its prompt: `done` of `total` tokens to evaluate, at `rate` tokens per second."""
-
-    done: int
-    total: int
-    rate: float | None = None
-
-
-@dataclass(frozen=True)
-class TurnNotice:
-    message: str  # something the user should know that is not an error (e.g. a dropped repeated call)
-
-
-@dataclass(frozen=True)
-class TurnDone:
-    stats: StatsView
-    generation_s: float
-    cancelled: bool = False
-    finish_reason: str = ""
-
-
-@dataclass(frozen=True)
-class TurnFailed:
-    message: str  # one line for the user
-
-
-TurnEvent = TextChunk | ReadingPrompt | ToolStarted | ToolFinished | TurnNotice | TurnDone | TurnFailed
+# What the chat screen receives: the agent's own events (agent/events.py), with the text batched into TextChunks.
+ChatEvent = Union[TextChunk, PromptRead, ToolCallStarted, ToolCallFinished, Notice, Done]
 
 
 @dataclass
 class Batcher:
-    post: Callable[[TurnEvent], object]  # what it returns is not used
+    post: Callable[[ChatEvent], object]  # what it returns is not used
     stats: Callable[[], StatsView | None] = lambda: None
     interval: float = 0.06  # ~16 updates a second: smooth to read, and each one costs the UI a layout pass
     clock: Callable[[], float] = time.perf_counter

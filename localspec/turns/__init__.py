@@ -6,6 +6,7 @@ from localspec.turns.engine import TurnEngine
 from localspec.turns.events import CALL, JSON, REASONING, TEXT, Delta, PromptRead, ReasoningWritten, TurnEvent
 from localspec.turns.request import TurnRequest
 from localspec.turns.result import TurnResult
+from localspec.turns.tool_choice import ToolChoice
 
-__all__ = ["Bounds", "CALL", "Delta", "JSON", "PromptRead", "REASONING", "ReasoningWritten", "TEXT", "TurnEngine",
-           "TurnEvent", "TurnRequest", "TurnResult", "new_call_id", "parse_calls"]
+__all__ = ["Bounds", "CALL", "Delta", "JSON", "PromptRead", "REASONING", "ReasoningWritten", "TEXT", "ToolChoice",
+           "TurnEngine", "TurnEvent", "TurnRequest", "TurnResult", "new_call_id", "parse_calls"]

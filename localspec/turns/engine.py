@@ -40,6 +40,7 @@ from localspec.turns.calls import (
 from localspec.turns.events import CALL, JSON, REASONING, TEXT, Delta, Emit, PromptRead, ReasoningWritten
 from localspec.turns.request import TurnRequest
 from localspec.turns.result import TurnResult
+from localspec.turns.tool_choice import REQUIRED
 from localspec.turns.watch import TriggerWatch
 
 PROBE_SLACK = 4  # tokens a probe may write besides the longest trigger (a newline, a space) before it gives up
@@ -75,7 +76,7 @@ class _Turn:
         try:
             if self.req.grammar is not None:
                 self._whole()
-            elif self.req.choice == "required" and self.tools:
+            elif self.req.choice.mode == REQUIRED and self.tools:
                 self._required()
             else:
                 self._auto()
@@ -222,12 +223,12 @@ class _Turn:
         if watching and (finish == "stop" or watch.triggered):
             start = self._cut(tokens)
             if start is not None:
-                if req.choice == "none":
+                if not req.choice.calls:
                     self.out.wanted_call = True
                     return
                 self._calls(prompt + start.tokens, start.emitted)
                 return
-        if req.choice != "none" and self.tools:
+        if req.choice.calls and self.tools:
             self._parsed(self.out.content)
 
     def _cut(self, tokens: list[int]) -> CallStart | None:

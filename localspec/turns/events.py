@@ -1,5 +1,7 @@
-"""What a turn reports while it runs. The agent wraps these into its own events (with the step), the server into
-OpenAI chunks, the bench ignores them: each consumer maps, the turn does not know who listens."""
+"""What a turn reports while it runs: the first words of the one event vocabulary every layer above speaks. The agent
+passes these on as they are, stamped with its step, beside its own events (agent/events.py); the app batches the
+deltas for the screen (tui/turn.py: TextChunk); the server writes them as OpenAI chunks (serve/generate.py); the bench
+ignores them. docs/architecture.md (Events) maps who adds what. `type` is the name a handler dispatches on."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ class Delta:
     kind: str = TEXT
     origin: str = TARGET
     token: int = -1
+    step: int = 0  # the agent's step that wrote it (0: a turn outside an agent)
+    type = "text"
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class ReasoningWritten:
     reasoning_format "none" shows this as content). Sent beside the REASONING deltas, never instead."""
 
     text: str
+    type = "reasoning_written"
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,8 @@ class PromptRead:
     done: int
     total: int
     seconds: float
+    step: int = 0  # the agent's step whose prompt it is (0: a turn outside an agent)
+    type = "prompt"
 
     @property
     def rate(self) -> float | None:

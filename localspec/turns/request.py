@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from localspec.speculative import GenParams
 from localspec.turns.calls import Bounds
+from localspec.turns.tool_choice import ToolChoice
 
-CHOICES = ("auto", "required", "none")
 CALL_MAX_TOKENS = 1024  # most tokens in one call, unless the request says otherwise
 MAX_CALLS = 8  # most calls in one turn: small models loop on calls
 
@@ -18,8 +18,8 @@ class TurnRequest:
     calls take the same sampling. `tools` are the definitions a call may use: with none, the turn is plain text (a
     model that writes a call trigger anyway is answering in text).
 
-    choice      "auto": free text, then a call where the model writes the format's trigger; "required": the turn
-                starts inside a call; "none": no call (text up to a trigger is the answer; `wanted_call` says so)
+    choice      what the turn may do about tools (turns/tool_choice.py); with "none", text up to a trigger is the
+                answer and `wanted_call` says the model began a call
     parallel    after a call, a few free tokens let the model itself decide whether another follows (the probe);
                 False: one call per turn
     total_tokens  most tokens the whole turn may write (OpenAI's max_tokens); None: each phase's own limit
@@ -29,14 +29,10 @@ class TurnRequest:
 
     params: GenParams = GenParams()
     tools: tuple[dict, ...] = ()
-    choice: str = "auto"
+    choice: ToolChoice = ToolChoice()
     parallel: bool = True
     max_calls: int = MAX_CALLS
     call_max_tokens: int = CALL_MAX_TOKENS
     total_tokens: int | None = None
     grammar: str | None = None
     bounds: Bounds = Bounds()
-
-    def __post_init__(self):
-        if self.choice not in CHOICES:
-            raise ValueError(f"choice must be one of {', '.join(CHOICES)}, not {self.choice!r}")

@@ -10,7 +10,7 @@ import threading
 import pytest
 from pydantic import ValidationError
 
-from localspec.agent import Agent, Done, MessageAdded, Notice, StepStats, TextDelta, ToolCallFinished, ToolCallStarted
+from localspec.agent import Agent, Done, MessageAdded, Notice, StepStats, ToolCallFinished, ToolCallStarted
 from localspec.errors import ConfigError
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
@@ -19,6 +19,7 @@ from localspec.speculative.decoder import GenParams
 from localspec.speculative.sampling import SamplingParams
 from localspec.tools import Toolbox
 from localspec.tools.args import ReadFileArgs
+from localspec.turns import Delta
 from tests.scripted_gguf import write_scripted_gguf
 
 TOOLS = ["read_file", "list_dir"]  # two tools keep the prompt inside the tiny model's 2048-token window
@@ -59,7 +60,7 @@ def _agent(engine, workspace, **kw):
 
 
 def _text(events, kind):
-    return "".join(e.text for e in events if isinstance(e, TextDelta) and e.kind == kind)
+    return "".join(e.text for e in events if isinstance(e, Delta) and e.kind == kind)
 
 
 def _without_ids(messages):
@@ -80,8 +81,8 @@ def test_an_answer_then_a_call_runs_it_and_reports_every_step(engine, workspace)
     assert [(c.name, c.arguments, c.result.ok, c.result.content, c.step, c.ran) for c in result.tool_calls] == \
         [("list_dir", {}, True, LISTING, 1, True)]
     assert (_text(events, "text"), _text(events, "call")) == ("hello world", CALL_TEXT)
-    assert all(e.origin for e in events if isinstance(e, TextDelta))
-    kinds = [e.type for e in events if not isinstance(e, TextDelta)]
+    assert all(e.origin for e in events if isinstance(e, Delta))
+    kinds = [e.type for e in events if not isinstance(e, Delta)]
     assert kinds[:2] == ["message", "prompt"]  # how far the prompt is read comes before any text
     assert [k for k in kinds if k != "prompt"] == \
         ["message", "stats", "message", "tool_call", "tool_result", "message", "done"]
@@ -130,7 +131,7 @@ def test_cancel_during_generation_stops_the_run(engine, workspace):
 
     def on_event(e):
         events.append(e)
-        if isinstance(e, TextDelta):
+        if isinstance(e, Delta):
             cancel.set()
 
     agent = _agent(engine, workspace, params=GenParams(max_tokens=200))
@@ -246,7 +247,7 @@ def test_formats_without_json_bodies_are_generated_freely_and_parsed(tiny_engine
     agent = _agent(tiny_engine, workspace, max_steps=1, tools=TOOLS, call_format=GEMMA_TOOL_CODE,
                    params=GenParams(max_tokens=12))
     result = agent.run("list", tool_choice="required", on_event=events.append)
-    call_text = "".join(e.text for e in events if isinstance(e, TextDelta) and e.kind == "call")
+    call_text = "".join(e.text for e in events if isinstance(e, Delta) and e.kind == "call")
     assert call_text.startswith("```tool_code\n")
     assert result.tool_calls == [] or all(c.name in TOOLS for c in result.tool_calls)
     if not result.tool_calls:

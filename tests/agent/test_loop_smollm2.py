@@ -11,7 +11,6 @@ from localspec.agent import (
     ApprovalDecided,
     ApprovalNeeded,
     StepStats,
-    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -20,6 +19,7 @@ from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
 from localspec.speculative.decoder import GenParams
 from localspec.tools import Toolbox
+from localspec.turns import Delta
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +54,7 @@ def test_reads_a_real_file_and_answers_with_its_content(engine, workspace):
     # A second step generated text after receiving it, using the content.
     assert result.steps == 2
     assert [e.step for e in events if isinstance(e, StepStats)] == [1, 2]
-    step2_text = "".join(e.text for e in events if isinstance(e, TextDelta) and e.step == 2 and e.kind == "text")
+    step2_text = "".join(e.text for e in events if isinstance(e, Delta) and e.step == 2 and e.kind == "text")
     assert step2_text.strip() and result.text
     assert "pineapple" in result.text.lower()
     assert agent.messages[-1] == {"role": "assistant", "content": result.text}

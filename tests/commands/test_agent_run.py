@@ -150,15 +150,16 @@ def test_agent_result_to_dict_is_what_run_tools_json_printed():
 
 
 def test_the_printer_closes_the_thinking_block_before_anything_else(capsys):
-    from localspec.agent.events import TextDelta, ToolCallStarted
+    from localspec.agent.events import ToolCallStarted
+    from localspec.turns import Delta
     from localspec.commands.agent_run import _Printer
 
     printer = _Printer("show")
-    printer(TextDelta(1, "let me look", "target", 5, "reasoning"))
-    printer(TextDelta(1, " closer", "target", 6, "reasoning"))
+    printer(Delta("let me look", "reasoning", origin="target", token=5, step=1))
+    printer(Delta(" closer", "reasoning", origin="target", token=6, step=1))
     printer(ToolCallStarted(1, "c1", "list_dir", {"path": "."}))
-    printer(TextDelta(2, "more", "target", 7, "reasoning"))
-    printer(TextDelta(2, "Two files.", "target", 8, "text"))
+    printer(Delta("more", "reasoning", origin="target", token=7, step=2))
+    printer(Delta("Two files.", "text", origin="target", token=8, step=2))
     out = capsys.readouterr()
     assert out.err == '[thinking] let me look closer\n-> list_dir {"path": "."}\n[thinking] more\n'
     assert out.out == "Two files."

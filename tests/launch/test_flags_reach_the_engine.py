@@ -117,7 +117,7 @@ def _front_end(name: str, target: Path, draft: Path, flags: list[str], tmp_path:
         session = ChatSession(options)
         session.load(session.initial_selection())
         try:
-            seen.params.append(session._agent.params)
+            seen.params.append(session.agent.params)
         finally:
             session.shutdown()
     elif name == "bench":

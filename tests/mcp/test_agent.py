@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from localspec.agent import Agent, TextDelta
+from localspec.agent import Agent
 from localspec.runtime.context import ContextSettings
 from localspec.runtime.pair import load_pair
 from localspec.speculative.builder import build_engine
@@ -21,6 +21,7 @@ from localspec.speculative.decoder import GenParams
 from localspec.speculative.drafting import DraftingConfig
 from localspec.speculative.sources.past_calls import CallHistory
 from localspec.tools import Decision, Policy, Toolbox
+from localspec.turns import Delta
 from tests.mcp.conftest import stdio_server, write_mcp_config
 from tests.mcp.test_servers import Recorder, proc_cmdlines_with
 
@@ -70,7 +71,7 @@ def test_generated_call_to_an_mcp_tool_runs_under_approval(pair, tmp_path, home,
             assert (notes / f"{call.arguments['name']}.txt").read_text() == call.arguments["text"]
         # Drafted like any other call: the grammar forces the tool name and keys (schema drafter), and the history
         # drafter keeps the finished call.
-        call_origins = {e.origin for e in events if isinstance(e, TextDelta) and e.kind == "call"}
+        call_origins = {e.origin for e in events if isinstance(e, Delta) and e.kind == "call"}
         assert "schema" in call_origins, call_origins
         assert any('"write_note"' in c for c in history.calls)
 

@@ -17,6 +17,7 @@ from localspec.tui.screens.tools import ToolsScreen
 from localspec.tui.widgets.toolcard import ToolCard
 from tests.mcp.conftest import stdio_server, write_mcp_config
 from tests.mcp.test_servers import proc_cmdlines_with
+from tests.tui_helpers import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # the app driven end to end (Pilot, real llama.cpp)
 
@@ -35,14 +36,6 @@ def chat_pair(tmp_path_factory):
     target = write_tiny_llama(d / "t.gguf", n_ctx_train=8192)
     draft = write_tiny_llama(d / "d.gguf", base=target, noise=0.6, n_layer=1, seed=1)
     return target, draft
-
-
-async def wait_for(pilot, cond, timeout: float = 60.0, what: str = "condition") -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
 
 
 async def test_app_with_mcp_servers(chat_pair, tmp_path, monkeypatch, notes):

@@ -103,3 +103,28 @@ def notes(tmp_path):
     d.mkdir()
     (d / "todo.txt").write_text("buy milk\n", encoding="utf-8")
     return d
+
+
+def test_run_tools_saves_the_server_as_the_app_does(server, workspace, tmp_path, monkeypatch):
+    """Issue 39.10: `run --tools` through a server and the app on the same server save the conversation under the
+    same pair (the model that answers, at that server) and the same backend parameters."""
+    from localspec.conversations import open_store
+    from localspec.launch.flags import RunFlags
+    from localspec.tui.launch_options import AppOptions
+    from localspec.tui.session import ChatSession
+
+    home = tmp_path / "home"
+    out = agent(server, workspace, home, "--tool-choice", "none")
+    monkeypatch.setenv("LOCALSPEC_HOME", str(home))
+    with open_store() as store:
+        saved = store.get(out["conversation"], messages=False)
+    session = ChatSession(AppOptions(flags=RunFlags(backend="openai", base_url=server), workspace=workspace,
+                                     record=False))
+    try:
+        session.load(session.initial_selection())
+        app = session.conversation_meta()
+    finally:
+        session.shutdown()
+    which = ("backend", "base_url", "model", "pair_name", "target", "draft")
+    assert saved.pair == app["pair"] and "remote" not in saved.pair  # the model's name, not "remote"
+    assert {k: saved.params.get(k) for k in which} == {k: app["params"].get(k) for k in which}

@@ -317,14 +317,15 @@ def test_huge_write_is_bounded_in_every_display(ws):
 
 def test_agent_run_terminal_output_is_escaped_and_bounded(capsys):
     """The headless runner's event lines (commands/agent_run.py): tool calls, errors and model text."""
-    from localspec.agent.events import TextDelta, ToolCallFinished, ToolCallStarted
+    from localspec.agent.events import ToolCallFinished, ToolCallStarted
+    from localspec.turns import Delta
     from localspec.commands.agent_run import _Printer
     from localspec.tools.tool_result import ToolResult
 
     printer = _Printer("hide")
     printer(ToolCallStarted(1, "c1", "write_file", {"path": "x\x1b[2J", "content": "y" * 1_000_000}))
     printer(ToolCallFinished(1, "c1", "read_file", {}, ToolResult.failure("bad \x1b]52;c;cHduZWQ=\x07 name")))
-    printer(TextDelta(1, "done\x1b[2K\rfaked\n", "target", -1, "text"))
+    printer(Delta("done\x1b[2K\rfaked\n", "text", origin="target", token=-1, step=1))
     out = capsys.readouterr()
     assert "\x1b" not in out.err and "\x07" not in out.err and "\x1b" not in out.out and "\r" not in out.out
     assert len(out.err) < 5_000 and "faked" in out.out

@@ -27,12 +27,14 @@ from tests.tui_helpers import (
     SIZE,
     StallMonitor,
     assert_no_stall,
+    idle_baseline,
     make_app,
     messages,
     plain,
     ready,
     send,
     wait_for,
+    while_busy,
     write_config,
 )
 
@@ -46,22 +48,21 @@ async def test_prompt_streams_text_and_live_stats_without_blocking_the_ui(chat_p
     app = make_app(chat_pair, workspace, max_tokens=240)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        idle = StallMonitor(app)  # the same timer with nothing to do: how late this machine makes it anyway
-        idle.start()
-        await pilot.pause(1.0)
-        idle.stop()
+        idle = await idle_baseline(pilot)  # the same timer with nothing to do: how late this machine makes it anyway
         monitor = StallMonitor(app)
         monitor.start()
         await send(pilot, "hello there")
         seen_lengths, live_stats = set(), []
-        while app.chat.busy:
+
+        def watch() -> None:
             replies = messages(app, "assistant")
             if replies:
                 seen_lengths.add(len(replies[-1].text))
             panel = app.chat.query_one(StatsPanel)
             if panel.view is not None and panel.view.finish_reason == "":
                 live_stats.append(panel.view.generated)
-            await pilot.pause(0.02)
+
+        await while_busy(pilot, watch)
         monitor.stop()
 
         reply = messages(app, "assistant")[-1].text

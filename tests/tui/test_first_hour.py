@@ -11,7 +11,7 @@ from localspec.tui.widgets.message import ChatMessage
 from localspec.tui.widgets.stats_panel import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
 from tests.hub_server import home  # noqa: F401  (fixture)
-from tests.tui_helpers import GREEDY, make_app, messages, plain, ready, wait_for, write_config
+from tests.tui_helpers import GREEDY, make_app, messages, plain, ready, settle, wait_for, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -38,11 +38,95 @@ async def command(pilot, text: str) -> None:
     prompt.focus()
     prompt.value = text
     await pilot.press("enter")
-    await pilot.pause(0.1)
+    await settle(pilot)
 
 
 def header(app) -> str:
     return plain(app.chat.query_one("#topbar")) + plain(app.chat.query_one("#where"))
+
+
+async def test_every_action_gives_the_keyboard_back_to_the_prompt(chat_pair, workspace, home):  # noqa: F811
+    """Issue 39.2: after r, d (yes or no), c, Ctrl+G, Ctrl+N, F6 and closing F1, F3, F4 or Ctrl+S, what is typed goes
+    into the prompt and Up edits again, without a Tab first."""
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, max_tokens=6, tool_choice="none")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await reply(pilot, "first question")
+        await reply(pilot, "second question")
+        prompt = app.chat.query_one("#prompt")
+
+        async def typing_reaches_the_prompt(after: str) -> None:
+            await wait_for(pilot, lambda: not app.chat.busy and app.screen is app.chat, 60, f"the chat after {after}")
+            await settle(pilot)
+            assert app.focused is prompt, (after, app.focused)
+            await pilot.press("z")
+            assert prompt.value == "z", after
+            prompt.value = ""
+
+        async def on_last_message(*keys: str) -> None:
+            prompt.focus()
+            await pilot.press("up", *keys)
+
+        def written_again(old) -> bool:
+            return not app.chat.busy and messages(app, "assistant") and messages(app, "assistant")[-1] is not old
+
+        old = messages(app, "assistant")[-1]
+        await on_last_message("r")  # regenerate the focused reply
+        await wait_for(pilot, lambda: written_again(old), 60, "the regenerated reply")
+        await typing_reaches_the_prompt("r")
+        await on_last_message("c")  # copy it
+        await typing_reaches_the_prompt("c")
+        await on_last_message("d", "n")  # delete it? no
+        await typing_reaches_the_prompt("d, n")
+        await on_last_message("d", "y")  # delete it: yes
+        await wait_for(pilot, lambda: len(messages(app, "user")) == 1, 10, "the exchange to go")
+        await typing_reaches_the_prompt("d, y")
+        old = messages(app, "assistant")[-1]
+        await pilot.press("ctrl+g")
+        await wait_for(pilot, lambda: written_again(old), 60, "the regenerated reply")
+        await typing_reaches_the_prompt("Ctrl+G")
+        for key in ("f6", "f6"):
+            await pilot.press(key)
+            await typing_reaches_the_prompt(key)
+        for key in ("f1", "f3", "f4", "ctrl+s"):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: app.screen is not app.chat, 10, f"the screen {key} opens")
+            await pilot.press("escape")
+            await typing_reaches_the_prompt(f"{key} and Esc")
+        await pilot.press("ctrl+n")
+        await typing_reaches_the_prompt("Ctrl+N")
+
+
+async def test_the_session_panel_counts_the_turns_shown(chat_pair, workspace, home):  # noqa: F811
+    """Issue 39.10: the panel said "turns 5" with 3 exchanges on the screen: it counted deleted and replaced turns."""
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace, max_tokens=6, tool_choice="none")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        for text in ("one", "two", "three"):
+            await reply(pilot, text)
+        panel = app.chat.query_one(StatsPanel)
+
+        def turns_shown() -> tuple[int, str]:
+            return app.session.totals.turns, plain(panel.query_one("#totals")).split("\n")[0].split()[-1]
+
+        assert turns_shown() == (3, "3")
+        tokens = app.session.totals.generated
+        old = messages(app, "assistant")[-1]
+        await pilot.press("ctrl+g")  # the last reply written again: it replaces its turn
+        await wait_for(pilot, lambda: not app.chat.busy and messages(app, "assistant")[-1] is not old, 60, "it")
+        assert turns_shown() == (3, "3") and app.session.totals.generated == tokens
+        app.chat.query_one("#prompt").focus()
+        await pilot.press("up", "up", "up", "up", "up", "up", "d", "y")  # the first exchange goes, and its turn
+        await wait_for(pilot, lambda: len(messages(app, "user")) == 2, 10, "the first exchange to go")
+        assert turns_shown() == (2, "2")
+        assert app.chat.top_bar.title == "two"  # the title made from "one" went with it
+        cid = app.session.conversation_id
+        await pilot.press("ctrl+n")
+        assert app.open_conversation(cid)  # reopened: the same count, from what was saved
+        await wait_for(pilot, lambda: len(messages(app, "user")) == 2, 10, "the reopened conversation")
+        assert turns_shown() == (2, "2")
 
 
 @pytest.mark.slow  # 1-4 s each (the fast tier's budget: under a minute)
@@ -54,7 +138,7 @@ async def test_tools_switch_per_chat_and_a_forced_tool(chat_pair, workspace, hom
         await ready(pilot)
         assert app.session.tools_on and "tools on (F6)" in header(app)
         await pilot.press("f6")
-        assert not app.session.tools_on and app.session._agent.tool_specs() == []
+        assert not app.session.tools_on and app.session.agent.tool_specs() == []
         assert "tools off" in header(app)
         await command(pilot, "/tools on")
         assert app.session.tools_on and not app.chat.busy  # a command, not a message
@@ -131,7 +215,7 @@ async def test_panel_and_title_follow_the_conversation(chat_pair, workspace, hom
         assert "weather" not in header(app) and "localspec" in header(app)
         assert app.session.totals.turns == 0
         assert app.open_conversation(cid)
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: "tell me about the weather" in header(app), 5, "the reopened conversation")
         assert panel.view is None and app.session.totals.turns == 1  # its own turn, not "turns 0"
         assert "tell me about the weather" in header(app)
 
@@ -142,7 +226,7 @@ async def test_every_main_key_is_in_the_footer_at_80_columns(chat_pair, workspac
     app = make_app(chat_pair, workspace)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.pause(0.2)
+        await settle(pilot)
         shown = {k.key_display: k.region for k in app.screen.query(FooterKey) if k.region.width}
         labels = {k.key_display: k.description for k in app.screen.query(FooterKey) if k.region.width}
         for key in ("f1", "f2", "f3", "f4", "f5", "^n", "^s", "^r", "^q"):
@@ -190,9 +274,9 @@ async def test_context_size_and_threads_in_the_settings_take_effect_at_once(chat
     app = make_app(chat_pair, workspace, ctx_size=None, threads=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        assert app.session._engine.target.n_ctx == 8192
+        assert app.session.engine.target.n_ctx == 8192
         app.set_config("ctx_size", "4096")  # what Ctrl+S on the settings screen does with the form's values
         app.set_config("threads", "1")
-        await wait_for(pilot, lambda: app.session.loaded and app.session._engine.target.n_ctx == 4096, 60,
+        await wait_for(pilot, lambda: app.session.loaded and app.session.engine.target.n_ctx == 4096, 60,
                        "the pair reloaded with the new context size")
         assert app.session.config().context.n_threads == 1

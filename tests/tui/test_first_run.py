@@ -58,8 +58,7 @@ async def test_first_run_explains_itself_and_leaving_it_picks_the_demo(home, tmp
 
     app = app_in(tmp_path)
     async with app.run_test(size=SIZE) as pilot:  # ...so the next start goes straight to the chat
-        await wait_for(pilot, lambda: app.session.loaded, 60, "the demo model")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.session.loaded and app.chat.status == "ready", 60, "the demo model")
         assert app.screen is app.chat and app.session.info.demo
         assert "demo" in plain(app.chat.query_one("#topbar"))
 

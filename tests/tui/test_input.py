@@ -10,7 +10,7 @@ from localspec.tui.screens.help import HelpScreen
 from localspec.tui.screens.settings import SettingsScreen
 from localspec.tui.widgets.prompt_input import PromptInput
 from localspec.tui.widgets.stats_panel import StatsPanel
-from tests.tui_helpers import GREEDY, SIZE, make_app, messages, plain, ready, send, wait_for, write_config
+from tests.tui_helpers import GREEDY, SIZE, make_app, messages, plain, ready, send, settle, wait_for, while_busy, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # the app driven end to end (Pilot, real llama.cpp)
 
@@ -31,7 +31,7 @@ async def test_paste_keeps_every_line_and_enter_sends(chat_pair, workspace, home
         assert app.focused is prompt
         app.post_message(events.Paste(PASTED))  # what a terminal's bracketed paste delivers
         await wait_for(pilot, lambda: prompt.text == PASTED, 5, "the pasted text")
-        await pilot.pause(0.1)
+        await settle(pilot)  # whatever the paste's newlines would have set off has happened
         assert not messages(app, "user") and not app.chat.busy  # nothing sent by the paste's newlines
         assert 3 <= prompt.size.height <= 8  # grew to a few lines, then scrolls
         assert prompt.max_scroll_y > 0
@@ -58,8 +58,8 @@ async def test_ctrl_c_cancels_a_reply_and_otherwise_hints_at_quit(chat_pair, wor
         await ready(pilot)
         app.clear_notifications()
         await pilot.press("ctrl+c")  # nothing running: Textual's hint, and the app keeps running
-        await pilot.pause(0.1)
-        assert any("ctrl+q" in str(n.message).lower() for n in app._notifications)
+        await wait_for(pilot, lambda: any("ctrl+q" in str(n.message).lower() for n in app._notifications), 5,
+                       "the hint")
         assert app.is_running
 
         await send(pilot, "write a long story")
@@ -93,6 +93,28 @@ async def test_f1_help_header_and_approval_mode(chat_pair, workspace, home):
         assert len(keys) == 1 and keys[0].callback == app.action_help  # the palette's "Keys" is this help
 
 
+async def test_every_key_of_the_help_table_is_one_row(chat_pair, workspace, home):
+    """Issue 39.9: "F6, /tools on|off" split the Markdown table at its `|`: each key is one row, whole."""
+    from textual.widgets._markdown import MarkdownTable, MarkdownTableCellContents
+
+    from localspec.tui.screens.help import KEYS
+
+    write_config(home, GREEDY)
+    app = make_app(chat_pair, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.query(MarkdownTable), 5,
+                       "the help screen")
+        await settle(pilot)
+        keys_table = app.screen.query(MarkdownTable).first()
+        cells = [str(c.content.plain if hasattr(c.content, "plain") else c.content)
+                 for c in keys_table.query(MarkdownTableCellContents)]
+        rows = [cells[i:i + 2] for i in range(2, len(cells), 2)]  # after the header's two cells
+        assert [key for key, _ in rows] == [key for key, _ in KEYS]
+        assert dict(rows)["F6, /tools on|off"].startswith("tools on or off for this chat")
+
+
 async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair, workspace, home):
     from textual.widgets._footer import FooterKey
 
@@ -102,7 +124,7 @@ async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair
         await ready(pilot)
         panel, line = app.chat.query_one(StatsPanel), app.chat.query_one("#stats-line")
         assert not panel.display and line.display
-        await pilot.pause(0.2)
+        await settle(pilot)
         visible = {k.key for k in app.screen.query(FooterKey)
                    if k.region.width and k.region.right <= 80}
         assert {"f1", "f2", "f3", "ctrl+q"} <= visible, visible
@@ -119,7 +141,7 @@ async def test_narrow_terminal_folds_the_panel_and_keeps_the_main_keys(chat_pair
         assert app.chat.origins
 
         await pilot.resize_terminal(130, 40)
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: not app.chat.narrow, 5, "the wide layout")
         await pilot.press("ctrl+t")
         assert not panel.display and line.display
         await pilot.press("ctrl+t")
@@ -170,28 +192,39 @@ async def test_this_conversation_settings_and_the_token_limit(chat_pair, workspa
         assert "(9 tokens)" in messages(app, "note")[-1].text
 
         await pilot.press("ctrl+n")  # a new conversation starts from the defaults
-        await pilot.pause(0.1)
-        assert app.session.max_tokens == 6 and app.session.temperature is None
+        await wait_for(pilot, lambda: app.session.max_tokens == 6 and app.session.temperature is None, 5,
+                       "the new conversation")
+
+
+async def test_f3_says_where_an_empty_fields_value_comes_from(chat_pair, workspace, home):
+    """Issue 39.10: F3 showed "max tokens 200 (default)" when 200 came from --max-tokens."""
+    write_config(home, GREEDY)
+    for flags, max_tokens, temperature in [({"max_tokens": 200, "temperature": 0.3}, "200 (--max-tokens)",
+                                            "0.3 (--temperature)"),
+                                           ({"max_tokens": None}, "1024 (default)", "0.0 (config)")]:
+        app = make_app(chat_pair, workspace, **flags)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("f3")
+            await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen), 5, "the settings screen")
+            assert app.screen.query_one("#conv-max-tokens").placeholder == max_tokens
+            assert app.screen.query_one("#conv-temperature").placeholder == temperature
 
 
 async def test_no_ui_stall_with_the_narrow_summary_and_a_grown_prompt(chat_pair, workspace, home):
     """The one-line summary and a multi-line prompt must not slow the UI while a reply streams (< 50 ms)."""
-    from tests.tui_helpers import MODEL_ONLY, StallMonitor, assert_no_stall
+    from tests.tui_helpers import MODEL_ONLY, StallMonitor, assert_no_stall, idle_baseline
 
     write_config(home, MODEL_ONLY)
     app = make_app(chat_pair, workspace, max_tokens=240)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        idle = StallMonitor(app)
-        idle.start()
-        await pilot.pause(1.0)
-        idle.stop()
+        idle = await idle_baseline(pilot)
         monitor = StallMonitor(app)
         monitor.start()
         await send(pilot, "hello\nthere\nthree lines")
         app.chat.query_one(PromptInput).value = "typing the next\nmessage meanwhile"
-        while app.chat.busy:
-            await pilot.pause(0.02)
+        await while_busy(pilot)
         monitor.stop()
         assert "240 tok" in plain(app.chat.query_one("#stats-line"))
         print(f"\nnarrow: longest stall {monitor.worst * 1000:.1f} ms (idle {idle.worst * 1000:.1f} ms)")

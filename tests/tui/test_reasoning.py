@@ -46,4 +46,4 @@ async def test_reasoning_block_folds_when_the_answer_starts(tmp_path, home):
                                            "reasoning_content": "what is it"}
         assert app.session.thinking
         await pilot.press("ctrl+r")
-        assert not app.session.thinking and not app.session._agent.thinking
+        assert not app.session.thinking and not app.session.agent.thinking

@@ -10,7 +10,7 @@ from tests.hub_server import home  # noqa: F401  (fixture: an empty LOCALSPEC_HO
 
 
 def test_loads_and_turns_asked_from_different_threads_run_on_one(home, tiny_target, tmp_path, monkeypatch):  # noqa: F811
-    import localspec.launch.open as launch_open
+    import localspec.agent.backend as launch_open  # where the session opens its pair
     from localspec.launch.flags import RunFlags
     from localspec.tui.launch_options import AppOptions
     from localspec.tui.session import ChatSession

@@ -23,6 +23,7 @@ from localspec.tui.screens.settings import SettingsScreen
 from localspec.tui.widgets.stats_panel import StatsPanel
 from localspec.tui.widgets.toolcard import ToolCard
 from tests.hub_server import catalog_toml
+from tests.tui_helpers import settle as settle_app
 from tests.tui_helpers import wait_for
 
 pytestmark = pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
@@ -79,10 +80,10 @@ async def settle(pilot) -> None:
     app = pilot.app
     await wait_for(pilot, lambda: app.chat.status == "ready" and app.session.loaded, what="the pair")
     await app.workers.wait_for_complete()  # loading finished and posted everything it will post
-    await pilot.pause(0.2)
+    await settle_app(pilot)
     app.chat.query_one("#prompt").cursor_blink = False
     app.clear_notifications()
-    await pilot.pause(0.2)
+    await settle_app(pilot)
 
 
 async def fill_chat(pilot, origins: bool = False) -> None:
@@ -125,7 +126,7 @@ def test_help_screen(snap_compare, snap_env, chat_pair):
         await settle(pilot)
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), 5, "the help screen")
-        await pilot.pause(0.2)
+        await settle_app(pilot)
 
     assert snap_compare(make_app(chat_pair, snap_env), terminal_size=SIZE, run_before=run_before)
 

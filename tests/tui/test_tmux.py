@@ -86,3 +86,36 @@ def test_a_forced_call_reaches_the_approval_screen_in_a_real_terminal(app_in_tmu
     while tmux("has-session", "-t", name).returncode == 0:
         assert time.monotonic() < end, "Ctrl+Q did not end the app"
         time.sleep(0.3)
+
+
+REPLIES = ["1. 1. 1. 2. 3. 4. 5. 6. 7. 8. 9. 10.\n\nThe numbers are in descending order.",
+           "Use <T> for the type and <br> between lines."]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 35)])
+def test_awkward_replies_are_shown_when_a_conversation_is_reopened(tmp_path, size):
+    """Issue 39.1 as it was seen: replies the Markdown view showed as an empty block, reopened with --continue."""
+    from localspec.conversations import ConversationStore
+    from localspec.runtime.tinymodel import write_tiny_llama
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    target = write_tiny_llama(tmp_path / "t.gguf", n_ctx_train=8192)
+    (home / "data").mkdir(parents=True)
+    with ConversationStore(home / "data" / "conversations.sqlite3") as store:
+        cid = store.create(pair="t.gguf", workspace=str(ws), params={"target": str(target)})
+        for question, reply in zip(("Count from 1 to 10.", "Name a type."), REPLIES):
+            store.add_message(cid, {"role": "user", "content": question})
+            store.add_message(cid, {"role": "assistant", "content": reply})
+    name = f"localspec-test-{uuid.uuid4().hex[:8]}"
+    env = {"LOCALSPEC_HOME": str(home), "PYTHONPATH": str(ROOT), "TERM": "xterm-256color"}
+    command = " ".join([*(f"{k}={v}" for k, v in env.items()), sys.executable, "-m", "localspec", "--continue",
+                        "--target", str(target), "--threads", "1"])
+    started = tmux("new-session", "-d", "-s", name, "-x", str(size[0]), "-y", str(size[1]), command)
+    assert started.returncode == 0, started.stderr
+    try:
+        shown = wait_for_text(name, "ready", 120)
+        for needle in ("The numbers are in descending order.", "10.", "Use <T> for the type"):
+            assert needle in shown or needle in wait_for_text(name, needle, 10), shown
+    finally:
+        tmux("kill-session", "-t", name)

@@ -11,7 +11,7 @@ import pytest
 from localspec.errors import ConfigError
 from localspec.speculative.stats import Stats
 from localspec.tui.livestats import SessionView, StatsView
-from localspec.tui.turn import Batcher, TextChunk, ToolFinished, ToolStarted, TurnNotice
+from localspec.tui.turn import Batcher, TextChunk
 
 
 class Clock:
@@ -78,10 +78,10 @@ def test_stats_view_live_and_final():
     assert totals.acceptance_rate == 24 / 50 and totals.mean_accepted_length == 2.5
 
 
-def test_relay_turns_agent_events_into_ui_events(tiny_pair_paths, tmp_path):
+def test_relay_batches_the_agents_text_and_passes_the_rest_on(tiny_pair_paths, tmp_path):
     """The session's relay, fed the agent's own event types, on a real engine."""
-    from localspec.agent.events import Notice as AgentNotice
-    from localspec.agent.events import TextDelta, ToolCallFinished, ToolCallStarted
+    from localspec.agent.events import Notice, ToolCallFinished, ToolCallStarted
+    from localspec.turns import Delta
     from localspec.runtime.pair import load_pair
     from localspec.speculative.builder import build_engine
     from localspec.tools import ToolResult
@@ -92,22 +92,22 @@ def test_relay_turns_agent_events_into_ui_events(tiny_pair_paths, tmp_path):
         engine = build_engine(pair)
         posted = []
         relay = Relay(posted.append, engine)
-        relay(TextDelta(1, "Let me check.", "target", 5))
-        relay(TextDelta(1, '{"name": "list_dir"', "schema", 6, kind="call"))
-        relay(TextDelta(1, ', "arguments": {}}', "schema", 7, kind="call"))
-        relay(ToolCallStarted(1, "c1", "list_dir", {}))
-        relay(ToolCallFinished(1, "c1", "list_dir", {}, ToolResult.success("a.txt")))
-        relay(AgentNotice(1, "a repeat of the same call was dropped"))
+        relay(Delta("Let me check.", origin="target", token=5, step=1))
+        relay(Delta('{"name": "list_dir"', "call", origin="schema", token=6, step=1))
+        relay(Delta(', "arguments": {}}', "call", origin="schema", token=7, step=1))
+        started = ToolCallStarted(1, "c1", "list_dir", {})
+        finished = ToolCallFinished(1, "c1", "list_dir", {}, ToolResult.success("a.txt"))
+        notice = Notice(1, "a repeat of the same call was dropped")
+        for ev in (started, finished, notice):
+            relay(ev)
         relay.flush()
     finally:
         pair.close()
     kinds = [type(e).__name__ for e in posted]
-    assert kinds == ["TextChunk", "TextChunk", "ToolStarted", "ToolFinished", "TurnNotice"]
+    assert kinds == ["TextChunk", "TextChunk", "ToolCallStarted", "ToolCallFinished", "Notice"]
     assert posted[0] == TextChunk((("target", "Let me check."),), None, None, "text")
     assert posted[1].kind == "call" and posted[1].text == '{"name": "list_dir", "arguments": {}}'
-    assert posted[2] == ToolStarted("c1", "list_dir", {})
-    assert posted[3] == ToolFinished("c1", True, "a.txt", None)
-    assert posted[4] == TurnNotice("a repeat of the same call was dropped")
+    assert posted[2:] == [started, finished, notice]
 
 
 def test_settings_form_field_types():

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, RadioButton, RadioSet, Static
+from textual.widgets import Input, RadioButton, RadioSet, Static
 
 from localspec.conversations import Conversation, ConversationError, available_path, default_export_path, export
 from localspec.tui.shown import line
@@ -35,7 +35,8 @@ class ExportScreen(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(line(f"Export {self.conv.display_title!r}: Enter writes the file, Esc cancels"))
+            # A Static wraps (a Label would cut a long title and the keys after it at 80 columns).
+            yield Static(line(f"Export {self.conv.display_title!r}: Enter writes the file, Esc cancels"))
             with RadioSet(id="export-format"):
                 yield RadioButton("Markdown", value=True, id="fmt-md")
                 yield RadioButton("JSON", id="fmt-json")

@@ -84,15 +84,20 @@ HEADER = [
 ]
 
 
+def _cell(text: str) -> str:
+    """A table cell's text: a `|` in it would end the cell ("/tools on|off"), escaped it is shown."""
+    return text.replace("|", "\\|")
+
+
 def _table(rows: list[tuple[str, str]], head: tuple[str, str]) -> str:
     lines = [f"| {head[0]} | {head[1]} |", "|---|---|"]
-    lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
+    lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in rows]
     return "\n".join(lines)
 
 
 def folders() -> list[tuple[str, str]]:
     from localspec.models.paths import get_paths
-    from localspec.tui.screens.chat import short_path
+    from localspec.tui.widgets.top_bar import short_path
 
     p = get_paths()
     return [

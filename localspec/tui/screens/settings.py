@@ -24,7 +24,7 @@ from localspec.settings.config_toml import TABLES, Settings, config_keys, load_c
 from localspec.speculative import names as registry
 from localspec.terminal import display_text, safe_text
 from localspec.tui.host import host
-from localspec.tui.screens.chat import short_path
+from localspec.tui.widgets.top_bar import short_path
 from localspec.tui.shown import line, note
 
 HELP = {
@@ -52,6 +52,12 @@ MAX_TOKENS_LIMIT = 1_000_000
 
 class ConversationError(ValueError):
     """A field of "This conversation" that cannot be used (the message names the field)."""
+
+
+def _started_with(flag, flag_name: str, otherwise, source: str) -> str:
+    """An empty field's hint: the value it stands for, and where that comes from (a flag the app was started with, or
+    the settings' or the app's default)."""
+    return f"{flag} ({flag_name})" if flag is not None else f"{otherwise} ({source})"
 
 
 def conversation_values(system: str, temperature: str, max_tokens: str) -> tuple[str, float | None, int | None]:
@@ -133,15 +139,18 @@ class SettingsScreen(Screen):
                 # A resumed conversation's stored prompt: shown (and saved) with control characters escaped.
                 yield TextArea(display_text(session.system_prompt or ""), id="conv-system", soft_wrap=True,
                                tab_behavior="focus")
+            flags = session.options.flags  # what the app was started with wins over the settings
             with Horizontal(classes="setting"):
                 yield Label("temperature", classes="key")
                 yield Input("" if session.temperature is None else str(session.temperature), id="conv-temperature",
-                            placeholder=f"{session.settings.sampling.temperature} (config)")
+                            placeholder=_started_with(flags.temperature, "--temperature",
+                                                      session.settings.sampling.temperature, "config"))
                 yield Label("empty: sampling.temperature below", classes="help")
             with Horizontal(classes="setting"):
                 yield Label("max tokens", classes="key")
                 yield Input("" if session.max_tokens_override is None else str(session.max_tokens_override),
-                            id="conv-max-tokens", placeholder=f"{session.options.max_tokens} (default)")
+                            id="conv-max-tokens", placeholder=_started_with(flags.max_tokens, "--max-tokens",
+                                                                            session.options.max_tokens, "default"))
                 yield Label("most tokens per reply; raise it when replies stop at the token limit", classes="help")
             yield Label(line(f"config.toml · {short_path(self._path())}"), classes="heading")
             for key in config_keys():

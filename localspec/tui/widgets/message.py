@@ -1,7 +1,9 @@
 """A chat message (Textual widget): Markdown normally, or the raw text coloured by token origin.
 
 Roles: assistant (Markdown), user (verbatim: what was typed), call (a tool call as the model writes it), error and
-note. Only assistant text is Markdown: fewer widgets per message keeps mounting one cheap for the UI thread.
+note. Only assistant text is Markdown: fewer widgets per message keeps mounting one cheap for the UI thread. A reply
+the Markdown view does not show whole (shown_whole.py) is shown as plain text instead: the user sees every word the
+model wrote.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from textual.widgets import Label, Markdown, Static
 
 from localspec.terminal import display_text
 from localspec.tui.origins import coloured
+from localspec.tui.widgets.shown_whole import shows_whole
 
 if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
@@ -43,6 +46,8 @@ class ChatMessage(Vertical, can_focus=True):
         self.set_class(origins, "-origins")
         self._initial = text
         self._stream: MarkdownStream | None = None
+        self.plain = False  # shown as plain text: the Markdown view did not show it whole
+        self._waits = 10  # refreshes to wait for a Markdown view without blocks (dropped HTML has none at all)
 
     @property
     def text(self) -> str:
@@ -55,6 +60,30 @@ class ChatMessage(Vertical, can_focus=True):
             yield Static(coloured(self.runs), classes="origins")
         else:
             yield Static(self._plain(), classes="body")
+
+    def on_mount(self) -> None:
+        if self.role in MARKDOWN_ROLES and self._initial:
+            self.call_after_refresh(self.check_markdown)
+
+    def on_resize(self) -> None:
+        if self.role in MARKDOWN_ROLES and not self.plain:
+            self.call_after_refresh(self.check_markdown)  # a narrower view can lose what a wider one showed
+
+    def check_markdown(self) -> None:
+        """Show the reply as plain text if the Markdown view, once drawn, does not show all of it."""
+        if self.plain or self._stream is not None or not self.text or not self.size.width or self.show_origins:
+            return  # shown as text already, still streaming, nothing to show, not laid out yet, or origins shown
+        markdown = self.query_one(Markdown)
+        if not markdown.children and self._waits:  # its blocks may still be being mounted (or there are none)
+            self._waits -= 1
+            self.call_after_refresh(self.check_markdown)
+            return
+        text = display_text(self.text)
+        if shows_whole(markdown, text):
+            return
+        self.plain = True
+        markdown.display = False
+        self.mount(Static(Text(text), classes="body plain"), after=markdown)
 
     def _plain(self) -> Text:
         return coloured(self.runs) if self.show_origins and self.role == "call" else Text(display_text(self.text))
@@ -75,6 +104,7 @@ class ChatMessage(Vertical, can_focus=True):
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
+            self.call_after_refresh(self.check_markdown)
 
     def set_origins(self, on: bool) -> None:
         self.show_origins = on
@@ -82,9 +112,12 @@ class ChatMessage(Vertical, can_focus=True):
         if self.role in MARKDOWN_ROLES:
             if on:
                 self.query_one(".origins", Static).update(coloured(self.runs))
+            else:
+                self.call_after_refresh(self.check_markdown)
         elif self.role == "call":
             self.query_one(".body", Static).update(self._plain())
 
-    def action_copy(self) -> None:
+    async def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.text)
         self.notify("message copied to the clipboard", timeout=2)
+        await self.run_action("screen.focus_prompt")  # copied: what is typed next goes into the prompt

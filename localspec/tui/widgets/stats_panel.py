@@ -134,7 +134,7 @@ class StatsPanel(VerticalScroll):
             box.display = off is not None
         self.query_one(Sparkline).data = list(self.rates)
         if self.summary is not None and self.summary.display:
-            self.summary.update(summary_line(self.view))
+            self.summary.update(summary_line(self.view, self.summary.size.width or None))
 
     def reset(self) -> None:
         """A new or reopened conversation: no turn of it has run here yet."""

@@ -14,6 +14,7 @@ from localspec.tools import ApprovalRequest, Decision, Policy, Toolbox
 from localspec.tools.safety.danger import Danger
 from localspec.tools.safety.display import approval_lines, bounded_lines, hidden_characters, safe_text
 from localspec.tools.safety.terminal_approval import ask_on_terminal
+from tests.tui_helpers import settle, wait_for
 
 HIDDEN = ["\x1b", "\r", "\x08", "\x07", "\x00", "\x7f", "\x9b", "\x85", "\u202a", "\u202b", "\u202c", "\u202d",
           "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f",
@@ -158,11 +159,8 @@ def shown_text(screen) -> str:
 
 
 async def _settle(pilot, screen_type):
-    for _ in range(100):
-        if isinstance(pilot.app.screen, screen_type) and pilot.app.screen.query("#deny_once"):
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("the approval screen did not come up")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, screen_type) and pilot.app.screen.query("#deny_once"),
+                   2, "the approval screen")
 
 
 @pytest.mark.anyio
@@ -209,7 +207,7 @@ async def test_tui_always_disabled_where_not_offered(tmp_path):
         assert button.disabled and "not offered" in str(button.label)
         assert "redirects input or output" in shown_text(app.screen)
         await pilot.press("a")  # does nothing: "always" would not be remembered
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert isinstance(app.screen, ApprovalScreen)
         await pilot.press("y")
     assert app.decision is Decision.ALLOW_ONCE
