@@ -29,6 +29,10 @@ from localspec.settings.config_toml import (
 from localspec.terminal import safe_text
 
 
+# A draft of another family than its target's: its text is tokenized again with the target's vocabulary.
+TRANSLATED = "  (draft of another family: translated)"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("models", help="list catalog pairs and installed model files")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -44,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("add", help="register local GGUF files as a named pair")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--target", required=True, metavar="PATH", help="target model GGUF")
-    p.add_argument("--draft", metavar="PATH", help="draft model GGUF (same vocabulary as the target)")
+    p.add_argument("--draft", metavar="PATH", help="draft model GGUF (one of another family drafts through text)")
     p.set_defaults(func=cmd_add)
 
     p = subparsers.add_parser("rm", help="forget a pair (or REPO_ID FILENAME); --files deletes downloads")
@@ -91,7 +95,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         print("\nyour pairs (localspec add)")
         for n, up in registry.pairs.items():
             print(f"{'*' if n == default else ' '} {safe_text(n):<18} {safe_text(up.target)} + "
-                  f"{safe_text(up.draft or '(no draft)')}")
+                  f"{safe_text(up.draft or '(no draft)')}{TRANSLATED if up.translated else ''}")
     print("\ninstalled files" if registry.files else "\nno model files installed: run "
           f"{catalog.pull_hint()}")
     for f in registry.files:
@@ -146,7 +150,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     pair = add_pair(args.name, args.target, args.draft)
-    print(f"pair '{args.name}' added: {pair.target} + {pair.draft or '(no draft)'}")
+    print(f"pair '{args.name}' added: {pair.target} + {pair.draft or '(no draft)'}"
+          f"{TRANSLATED if pair.translated else ''}")
     return 0
 
 

@@ -38,7 +38,8 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
                                         help="installed model pair (default: the configured one)")
         flag_adder(which, prefix, suppress)("--target", dest="target", metavar="PATH",
                                         help="target GGUF (the model whose output you get)")
-        add("--draft", dest="draft", metavar="PATH", help="draft GGUF with the target's vocabulary")
+        add("--draft", dest="draft", metavar="PATH",
+            help="draft GGUF: the target's family, or another (it then drafts through text)")
         add("--offline", dest="offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
     add("--no-draft", dest="no_draft", action="store_true",
         help="target-only decoding: no draft model and no other drafter")
