@@ -18,6 +18,7 @@ from localspec.models.install import add_pair, pair_state, pull_file, pull_pair,
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
 from localspec.models.selection import DEMO, demo_pair
+from localspec.prompting.template_file import TemplateChoice, file_template
 from localspec.settings.config_toml import (
     config_keys,
     env_name,
@@ -72,6 +73,11 @@ def _file_json(f, registry) -> dict:
     return {**f.model_dump(), "installed": registry.usable(f.repo, f.file) is not None}
 
 
+def _templates(files) -> dict[str, TemplateChoice]:
+    """Which chat template each installed file renders with (read from its vocabulary), by path."""
+    return {f.path: file_template(f.path) for f in files if f.status() != "missing"}
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     catalog, paths = load_catalog(), get_paths()
     registry = load_registry(paths.registry_file)
@@ -80,8 +86,11 @@ def cmd_models(args: argparse.Namespace) -> int:
               "size": p.size, "target": _file_json(p.target, registry), "draft": _file_json(p.draft, registry),
               "hints": p.hints.model_dump()} for n, p in catalog.pairs.items()]
     demo = {**demo_pair(), "default": default == DEMO}
+    templates = _templates(registry.files)
     if args.json:
-        print(json.dumps({"catalog": pairs, "installed": [f.public() for f in registry.files],
+        installed = [{**f.public(), **({"chat_template": templates[f.path].to_dict()} if f.path in templates else {})}
+                     for f in registry.files]
+        print(json.dumps({"catalog": pairs, "installed": installed,
                           "pairs": {n: up.model_dump() for n, up in registry.pairs.items()},
                           "demo": demo, "default": default}, indent=2))
         return 0
@@ -102,6 +111,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         # File names and paths can hold anything (a local file added by path): shown escaped like all output.
         print(f"  {safe_text(f.repo or '(local)')}  {safe_text(f.file)}  {format_mb(f.size)}  {f.status()}  "
               f"{safe_text(f.path)}")
+        if f.path in templates:
+            print(f"      chat template: {safe_text(templates[f.path].describe(), 500)}")
     return 0
 
 

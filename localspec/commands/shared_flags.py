@@ -52,9 +52,10 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
     add("--threads", dest="threads", type=int, default=None, metavar="N",
         help="CPU threads (0: one per core; default: config.toml threads)")
     add("--flash-attn", dest="flash_attn", choices=("auto", "on", "off"), default=None)
-    add("--chat-template", dest="chat_template", metavar="FILE", default=None,
-        help="Jinja chat template to use instead of the GGUF's own (default: config.toml chat_templates.<pair>; a "
-             "GGUF without one falls back to ChatML, with a warning)")
+    add("--chat-template", dest="chat_template", metavar="FAMILY|FILE", default=None,
+        help="a template family (gemma, llama3, chatml, qwen3, mistral-v7, ...) or a Jinja file, instead of the "
+             "GGUF's own (default: config.toml chat_templates.<pair>; a GGUF without one gets the family its "
+             "architecture and tokens imply, else ChatML, and says which)")
 
 
 def add_generation_args(p, *, prefix: str = "", suppress: bool = False, max_tokens: int = 256) -> None:

@@ -238,6 +238,21 @@ def test_add_registers_local_files_and_rm_forgets_them(home, tiny_pair_paths, ti
     assert listed(capsys)["pairs"] == {}
 
 
+def test_models_says_which_chat_template_each_file_renders_with(home, tiny_pair_paths, tmp_path, capsys):
+    from localspec.runtime.tinymodel import write_tiny_llama
+
+    bare = write_tiny_llama(tmp_path / "bare.gguf", chat_template=None)
+    assert run("add", "bare", "--target", str(bare), "--draft", str(tiny_pair_paths[1])) == 0
+    by_file = {f["file"]: f["chat_template"] for f in listed(capsys)["installed"]}
+    assert by_file["tiny-draft.gguf"] == {"source": "file", "family": None, "why": ""}
+    assert by_file["bare.gguf"] == {"source": "family", "family": "chatml",
+                                    "why": "architecture llama, <|im_start|> <|im_end|> tokens"}
+    assert run("models") == 0
+    out = capsys.readouterr().out
+    assert "chat template: the chatml family's (the file has none; architecture llama" in out
+    assert "chat template: the file's own" in out
+
+
 def test_rm_pair_deletes_downloads_but_keeps_shared_files(tiny_hub, tiny_pair_paths, capsys):
     target_bytes, draft_bytes = (p.read_bytes() for p in tiny_pair_paths)
     tiny_hub.add_file("test-org/second-GGUF", "second.gguf", target_bytes)
