@@ -124,6 +124,7 @@ def test_real_pairs_of_two_families_are_exact(request, target, draft):
         for drafting in (MODEL, ALL):
             got = run(pair, drafting, prompt, params)
             assert got.tokens == base.tokens and got.stats.draft_translated
-        assert got.stats.drafters["model"].drafted > 0
+            if drafting is MODEL:  # (the hybrid may price the model out, or its other sources guess first)
+                assert got.stats.drafters["model"].accepted > 0
     finally:
         pair.close()
