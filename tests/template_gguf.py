@@ -6,7 +6,8 @@ file here has a real llama.cpp SentencePiece vocabulary: the ordinary pieces of 
 and the format's markers typed as in the real model (CONTROL for turn markers, USER_DEFINED for Qwen's `<think>` and
 `<tool_call>`). The weights are tiny and random: these files are for tokenizing, not for generating.
 
-Templates come from llama.cpp's models/templates/ (MIT), vendored in tests/data/templates/ (see its README).
+Templates come from llama.cpp's models/templates/ (MIT): those the package renders template-less files with are in
+localspec/data/templates/ (prompting/families.py), the others in tests/data/templates/ (see its README).
 """
 
 from __future__ import annotations
@@ -20,12 +21,19 @@ import numpy as np
 from localspec.runtime.tinymodel import vocab_pieces
 
 TEMPLATES = Path(__file__).parent / "data" / "templates"
+PACKAGED = Path(__file__).parents[1] / "localspec" / "data" / "templates"
+
+
+def template_path(name: str) -> Path:
+    """A real template by file name: vendored for the tests, or packaged."""
+    own = TEMPLATES / name
+    return own if own.exists() else PACKAGED / name
 _T = gguf.TokenType
 
 
 @dataclass(frozen=True)
 class Format:
-    template: str  # file name in tests/data/templates/
+    template: str  # file name in tests/data/templates/ or localspec/data/templates/
     control: tuple[str, ...]  # CONTROL marker texts (turn markers), besides <unk>, BOS and EOS
     user_defined: tuple[str, ...] = ()  # USER_DEFINED marker texts
     bos: str = "<s>"
@@ -36,7 +44,7 @@ class Format:
         return self.control + self.user_defined
 
     def source(self) -> str:
-        return (TEMPLATES / self.template).read_text(encoding="utf-8")
+        return template_path(self.template).read_text(encoding="utf-8")
 
 
 QWEN_USER_DEFINED = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>")
@@ -98,13 +106,15 @@ def format_vocab(fmt: Format) -> tuple[list[str], list[int], list[float]]:
     return tokens + pieces, [int(t) for t in types] + [int(_T.NORMAL)] * len(pieces), scores
 
 
-def write_one_layer_gguf(path, name: str, fmt: Format, tensors: dict[str, np.ndarray]) -> Path:
-    """A one-layer llama-architecture GGUF with `fmt`'s vocabulary and chat template and the given weights (named
-    as llama.cpp names them; shapes as numpy sees them)."""
+def write_one_layer_gguf(path, name: str, fmt: Format, tensors: dict[str, np.ndarray], *, template: bool = True,
+                         arch: str = "llama") -> Path:
+    """A one-layer GGUF with `fmt`'s vocabulary and chat template (none without `template`) and the given weights
+    (named as llama.cpp names them; shapes as numpy sees them). The weights are llama's: a file of another `arch`
+    (its name and hyperparameters) loads vocabulary-only."""
     tokens, types, scores = format_vocab(fmt)
     n_vocab, n_embd = tensors["token_embd.weight"].shape
     assert n_vocab == len(tokens)
-    w = gguf.GGUFWriter(str(path), "llama")
+    w = gguf.GGUFWriter(str(path), arch)
     w.add_name(name)
     w.add_context_length(4096)
     w.add_embedding_length(n_embd)
@@ -126,7 +136,8 @@ def write_one_layer_gguf(path, name: str, fmt: Format, tensors: dict[str, np.nda
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
     w.add_add_space_prefix(False)
-    w.add_chat_template(fmt.source())
+    if template:
+        w.add_chat_template(fmt.source())
     for tensor, a in tensors.items():
         w.add_tensor(tensor, a)
     w.write_header_to_file()
@@ -145,9 +156,11 @@ def layer_shapes(n_vocab: int, n_embd: int, n_ff: int) -> dict[str, tuple[int, .
             "blk.0.ffn_up.weight": (n_ff, n_embd), "blk.0.ffn_down.weight": (n_embd, n_ff)}
 
 
-def write_format_gguf(path, fmt: Format) -> Path:
-    """A loadable GGUF with `fmt`'s template and markers (format_vocab) and small random weights."""
+def write_format_gguf(path, fmt: Format, *, template: bool = True, arch: str = "llama") -> Path:
+    """A loadable GGUF with `fmt`'s template (unless not `template`) and markers (format_vocab) and small random
+    weights (write_one_layer_gguf: another `arch` loads vocabulary-only)."""
     rng = np.random.default_rng(0)
     shapes = layer_shapes(len(format_vocab(fmt)[0]), 16, 32)
     return write_one_layer_gguf(path, "template-test", fmt,
-                                {k: rng.standard_normal(v).astype(np.float32) * 0.1 for k, v in shapes.items()})
+                                {k: rng.standard_normal(v).astype(np.float32) * 0.1 for k, v in shapes.items()},
+                                template=template, arch=arch)

@@ -6,6 +6,9 @@ import json
 import platform
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from localspec.terminal import safe_text
 
 PACKAGES = ("localspec", "llama-cpp-python", "llguidance", "gguf", "textual", "pydantic", "huggingface-hub",
             "platformdirs", "numpy", "jinja2")
@@ -37,8 +40,24 @@ def collect(self_test: bool = True) -> dict:
             packages[name] = None
     backend = backend_info()
     return {"python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
-            "llama_cpp": backend, "packages": packages,
+            "llama_cpp": backend, "packages": packages, "chat_templates": chat_templates(),
             "self_test": run_self_test(self_test_devices(backend)) if self_test else None}
+
+
+def chat_templates() -> list[dict]:
+    """Which chat template each model file here renders with (its own, its family's, or ChatML): the installed
+    files and the demo model."""
+    from localspec.models.paths import get_paths
+    from localspec.models.registry import load_registry
+    from localspec.models.selection import demo_model_path
+    from localspec.prompting.template_file import file_template
+
+    paths = [f.path for f in load_registry(get_paths().registry_file).files if f.status() != "missing"]
+    demo = demo_model_path()
+    if demo is not None and str(demo) not in paths:
+        paths.append(str(demo))
+    found = {p: file_template(p) for p in paths}
+    return [{"path": p, **t.to_dict(), "describe": t.describe()} for p, t in found.items()]
 
 
 def cmd_doctor(args) -> int:
@@ -56,6 +75,10 @@ def cmd_doctor(args) -> int:
     print(f"  {b['system_info']}")
     for name, ver in info["packages"].items():
         print(f"{name:18} {ver or 'not installed'}")
+    if info["chat_templates"]:
+        print("chat templates (a file without one gets its family's: --chat-template FAMILY|FILE picks another):")
+        for t in info["chat_templates"]:
+            print(f"  {safe_text(Path(t['path']).name)}: {safe_text(t['describe'], 500)}")
     if info["self_test"] is not None:
         print("self-test (a tiny model loaded, one token decoded, a batch checked against one token at a time; "
               "a child process per device):")

@@ -18,6 +18,7 @@ from localspec.models.install import add_pair, pair_state, pull_file, pull_pair,
 from localspec.models.paths import get_paths
 from localspec.models.registry import load_registry
 from localspec.models.selection import DEMO, demo_pair
+from localspec.prompting.template_file import TemplateChoice, file_template
 from localspec.settings.config_toml import (
     config_keys,
     env_name,
@@ -27,6 +28,10 @@ from localspec.settings.config_toml import (
     set_config_value,
 )
 from localspec.terminal import safe_text
+
+
+# A draft of another family than its target's: its text is tokenized again with the target's vocabulary.
+TRANSLATED = "  (draft of another family: translated)"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "default)")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--target", required=True, metavar="PATH", help="target model GGUF")
-    p.add_argument("--draft", metavar="PATH", help="draft model GGUF (same vocabulary as the target)")
+    p.add_argument("--draft", metavar="PATH", help="draft model GGUF (one of another family drafts through text)")
     p.add_argument("--default", action="store_true",
                    help="make it the default pair; without it, the pair a command runs now stays the default")
     p.set_defaults(func=cmd_add)
@@ -71,6 +76,11 @@ def _file_json(f, registry) -> dict:
     return {**f.model_dump(), "installed": registry.usable(f.repo, f.file) is not None}
 
 
+def _templates(files) -> dict[str, TemplateChoice]:
+    """Which chat template each installed file renders with (read from its vocabulary), by path."""
+    return {f.path: file_template(f.path) for f in files if f.status() != "missing"}
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     catalog, paths = load_catalog(), get_paths()
     registry = load_registry(paths.registry_file)
@@ -79,8 +89,11 @@ def cmd_models(args: argparse.Namespace) -> int:
               "size": p.size, "target": _file_json(p.target, registry), "draft": _file_json(p.draft, registry),
               "hints": p.hints.model_dump()} for n, p in catalog.pairs.items()]
     demo = {**demo_pair(), "default": default == DEMO}
+    templates = _templates(registry.files)
     if args.json:
-        print(json.dumps({"catalog": pairs, "installed": [f.public() for f in registry.files],
+        installed = [{**f.public(), **({"chat_template": templates[f.path].to_dict()} if f.path in templates else {})}
+                     for f in registry.files]
+        print(json.dumps({"catalog": pairs, "installed": installed,
                           "pairs": {n: up.model_dump() for n, up in registry.pairs.items()},
                           "demo": demo, "default": default}, indent=2))
         return 0
@@ -94,13 +107,15 @@ def cmd_models(args: argparse.Namespace) -> int:
         print("\nyour pairs (localspec add)")
         for n, up in registry.pairs.items():
             print(f"{'*' if n == default else ' '} {safe_text(n):<18} {safe_text(up.target)} + "
-                  f"{safe_text(up.draft or '(no draft)')}")
+                  f"{safe_text(up.draft or '(no draft)')}{TRANSLATED if up.translated else ''}")
     print("\ninstalled files" if registry.files else "\nno model files installed: run "
           f"{catalog.pull_hint()}")
     for f in registry.files:
         # File names and paths can hold anything (a local file added by path): shown escaped like all output.
         print(f"  {safe_text(f.repo or '(local)')}  {safe_text(f.file)}  {format_mb(f.size)}  {f.status()}  "
               f"{safe_text(f.path)}")
+        if f.path in templates:
+            print(f"      chat template: {safe_text(templates[f.path].describe(), 500)}")
     return 0
 
 
@@ -165,7 +180,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     old = load_registry(get_paths().registry_file).pairs.get(args.name)
     pair = add_pair(args.name, args.target, args.draft)
     name = safe_text(args.name)
-    print(f"pair '{name}' added: {safe_text(pair.target)} + {safe_text(pair.draft or '(no draft)')}")
+    print(f"pair '{name}' added: {safe_text(pair.target)} + {safe_text(pair.draft or '(no draft)')}"
+          f"{TRANSLATED if pair.translated else ''}")
     if old is not None and (old.target, old.draft) != (pair.target, pair.draft):  # a name used again: say what went
         print(f"  (it replaces '{name}': {safe_text(old.target)} + {safe_text(old.draft or '(no draft)')})")
     if args.default:

@@ -38,7 +38,8 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
                                         help="installed model pair (default: the configured one)")
         flag_adder(which, prefix, suppress)("--target", dest="target", metavar="PATH",
                                         help="target GGUF (the model whose output you get)")
-        add("--draft", dest="draft", metavar="PATH", help="draft GGUF with the target's vocabulary")
+        add("--draft", dest="draft", metavar="PATH",
+            help="draft GGUF: the target's family, or another (it then drafts through text)")
         add("--offline", dest="offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
     add("--no-draft", dest="no_draft", action="store_true",
         help="target-only decoding: no draft model and no other drafter")
@@ -51,9 +52,10 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
     add("--threads", dest="threads", type=int, default=None, metavar="N",
         help="CPU threads (0: one per core; default: config.toml threads)")
     add("--flash-attn", dest="flash_attn", choices=("auto", "on", "off"), default=None)
-    add("--chat-template", dest="chat_template", metavar="FILE", default=None,
-        help="Jinja chat template to use instead of the GGUF's own (default: config.toml chat_templates.<pair>; a "
-             "GGUF without one falls back to ChatML, with a warning)")
+    add("--chat-template", dest="chat_template", metavar="FAMILY|FILE", default=None,
+        help="a template family (gemma, llama3, chatml, qwen3, mistral-v7, ...) or a Jinja file, instead of the "
+             "GGUF's own (default: config.toml chat_templates.<pair>; a GGUF without one gets the family its "
+             "architecture and tokens imply, else ChatML, and says which)")
 
 
 def add_generation_args(p, *, prefix: str = "", suppress: bool = False, max_tokens: int = 256) -> None:

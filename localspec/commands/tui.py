@@ -77,9 +77,9 @@ def options_from_args(args: argparse.Namespace):
     if flags.draft and not Path(flags.draft).expanduser().is_file():
         raise ConfigError(f"--draft {flags.draft}: file not found")
     if flags.chat_template:
-        from localspec.prompting.template_file import read_template_file
+        from localspec.prompting.template_file import template_source
 
-        read_template_file(flags.chat_template)  # a bad file is a one-line error now, not after the model loads
+        template_source(flags.chat_template)  # a bad file or name is a one-line error now, not after the model loads
     from localspec.launch.run_config import check_flags
 
     check_flags(flags)  # a bad number is a one-line error now, not after the app has started

@@ -21,11 +21,12 @@ def _hub():
     return hub
 
 
-def check_compat(target: str | Path, draft: str | Path) -> None:
-    """IncompatibleDraftError when the draft cannot speculate for the target (vocabularies differ)."""
+def check_compat(target: str | Path, draft: str | Path) -> str | None:
+    """Why the draft's vocabulary is not the target's (it then drafts through text), None when it is;
+    IncompatibleDraftError when a file has no vocabulary at all."""
     from localspec.runtime.compat import check_draft_compat
 
-    check_draft_compat(target, draft)
+    return check_draft_compat(target, draft)
 
 
 def check_gguf(path: str | Path) -> Path:
@@ -131,9 +132,8 @@ def add_pair(name: str, target: str | Path, draft: str | Path | None = None, *, 
                           "choose another name")
     t = check_gguf(target)
     d = check_gguf(draft) if draft is not None else None
-    if compat and d is not None:
-        check_compat(t, d)
-    pair = UserPair(target=str(t), draft=str(d) if d else None)
+    translated = compat and d is not None and check_compat(t, d) is not None
+    pair = UserPair(target=str(t), draft=str(d) if d else None, translated=translated)
     with update_registry(paths.registry_file) as registry:
         registry.pairs[name] = pair
         for p in filter(None, (t, d)):

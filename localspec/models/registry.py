@@ -52,6 +52,7 @@ class InstalledFile(BaseModel):
 class UserPair(BaseModel):
     target: str
     draft: str | None = None
+    translated: bool = False  # the draft is of another family: it drafts through text (runtime/compat.py)
 
 
 class Registry(BaseModel):

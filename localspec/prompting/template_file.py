@@ -1,23 +1,72 @@
-"""A chat template given by the user (`--chat-template FILE`, `[chat_templates]` in config.toml), and the warning
-when a model has none at all.
+"""Which chat template a model renders with: one given by the user (`--chat-template NAME|FILE`, `[chat_templates]`
+in config.toml: a family's name or a Jinja file), else the GGUF's own, else the family its architecture and tokens
+imply (prompting/families.py), else ChatML; and the line that says so when the file had none.
 
-Why warn: a GGUF without `tokenizer.chat_template` is rendered with ChatML (as llama.cpp does). Models trained on
-another format then see tags they do not know and echo `<|im_start|>` into their replies; the user must learn why
-and how to give the right template.
+Why say so: a GGUF without `tokenizer.chat_template` renders with a template chosen for it, and a model of an
+unknown family gets ChatML (as llama.cpp does), whose tags a model trained on another format echoes into its
+replies; the user must learn which template stands in and how to give the right one.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from localspec.errors import ConfigError
+from localspec.prompting import families
 from localspec.prompting.jinja_env import compile_template
 
 
-def fallback_warning(model_name: str) -> str:
-    return (f"{model_name} has no chat template: using the ChatML fallback (<|im_start|>role … <|im_end|>). If "
-            "replies show <|im_start|> or run on, give the model's own template with --chat-template FILE, or "
-            "per pair in config.toml: localspec config set chat_templates.PAIR FILE")
+@dataclass(frozen=True)
+class TemplateChoice:
+    """Where a model's template comes from: "given" (the user's), "file" (the GGUF's own), "family" (the family
+    the GGUF's architecture and tokens imply) or "fallback" (ChatML: no family fits); "unreadable" for a file that
+    could not be read (file_template)."""
+
+    source: str
+    family: str | None = None  # the family's name (source "family"; "given" when the user named one)
+    why: str = ""  # what gave the family away, or why none did
+
+    def describe(self) -> str:
+        """A few words for `models` and `doctor`."""
+        if self.source == "file":
+            return "the file's own"
+        if self.source == "given":
+            return f"the {self.family} family's (given)" if self.family else "given"
+        if self.source == "family":
+            return f"the {self.family} family's (the file has none; {self.why})"
+        if self.source == "unreadable":
+            return f"unknown ({self.why})"
+        return f"ChatML fallback (the file has none and its family is unknown: {self.why})"
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "family": self.family, "why": self.why}
+
+
+def fallback_warning(model_name: str, why: str = "") -> str:
+    known = f" and its family is unknown ({why})" if why else ""
+    return (f"{model_name} has no chat template{known}: using the ChatML fallback (<|im_start|>role … <|im_end|>). "
+            "If replies show <|im_start|> or run on, give the model's own template with --chat-template "
+            f"FAMILY|FILE (families: {families.names()}), or per pair in config.toml: localspec config set "
+            "chat_templates.PAIR FAMILY|FILE")
+
+
+def family_note(model_name: str, choice: TemplateChoice) -> str:
+    return (f"{model_name} has no chat template: using the {choice.family} family's ({choice.why}); "
+            "--chat-template FAMILY|FILE picks another")
+
+
+def template_source(value: str) -> tuple[str, str | None]:
+    """The Jinja text a `--chat-template` value names, and the family's name when it names one (a family's name
+    that is not also a file here); ConfigError (one line) otherwise."""
+    family = families.BY_NAME.get(value)
+    path = Path(value).expanduser()
+    if family is not None and not path.is_file():
+        return family.template, family.name
+    if family is None and not path.exists() and "/" not in value and "." not in value:  # a name, not a path
+        raise ConfigError(f"chat template {value!r}: no such file, and no family of that name (families: "
+                          f"{families.names()})")
+    return read_template_file(value), None
 
 
 def read_template_file(path: str | Path) -> str:
@@ -38,12 +87,45 @@ def read_template_file(path: str | Path) -> str:
     return text
 
 
-def apply_chat_template(model, path: str | Path | None) -> str | None:
-    """Give `model` the template in `path` when one is given (it replaces the GGUF's own). Returns the warning to
-    show when the model is left on the ChatML fallback, else None."""
-    if path:
-        model.chat_template = read_template_file(path)  # Model.chat_template is a cached property: this replaces it
-        return None
-    if not model.chat_template:
-        return fallback_warning(Path(model.path).name)
+def choose_template(model, given: str | None = None) -> tuple[str | None, TemplateChoice]:
+    """The template `model` renders with (None: its own) and where it comes from (see the module's docstring)."""
+    if given:
+        text, family = template_source(given)
+        return text, TemplateChoice("given", family)
+    if model.chat_template:
+        return None, TemplateChoice("file")
+    found = families.detect(model)
+    if found.family is None:
+        return families.CHATML.template, TemplateChoice("fallback", None, found.why)
+    return found.family.template, TemplateChoice("family", found.family.name, found.why)
+
+
+def file_template(path: str | Path) -> TemplateChoice:
+    """Which template a GGUF file renders with when none is given (its own, its family's or ChatML), read from its
+    vocabulary alone (a fraction of a second: no weights); "unreadable" with the reason when it cannot be read."""
+    from localspec.errors import LocalspecError
+    from localspec.runtime.model import Model, ModelSettings
+
+    try:
+        model = Model(path, ModelSettings(vocab_only=True))
+    except LocalspecError as exc:
+        return TemplateChoice("unreadable", None, str(exc))
+    try:
+        return choose_template(model)[1]
+    finally:
+        model.close()
+
+
+def apply_chat_template(model, given: str | None) -> str | None:
+    """Give `model` its template: `given` (a family's name or a Jinja file) replaces the GGUF's own; a GGUF without
+    one gets its family's. Returns the line to show when the file had none (which family stands in, or that ChatML
+    does), else None."""
+    text, choice = choose_template(model, given)
+    if text is not None:
+        model.chat_template = text  # Model.chat_template is a cached property: this replaces it
+    name = Path(model.path).name
+    if choice.source == "family":
+        return family_note(name, choice)
+    if choice.source == "fallback":
+        return fallback_warning(name, choice.why)
     return None

@@ -1,4 +1,6 @@
-"""Can a draft model be paired with a target? As strict as llama.cpp's common_speculative_are_compatible."""
+"""Can a draft model share the target's tokens? As strict as llama.cpp's common_speculative_are_compatible. A draft
+that cannot (another family) still drafts, through text (speculative/sources/translated.py): `vocabulary_difference`
+says why it must, and only a file without a vocabulary is refused."""
 
 from __future__ import annotations
 
@@ -16,6 +18,19 @@ VOCAB_TYPES = {0: "none (no vocabulary)", 1: "SentencePiece (SPM)", 2: "byte-lev
 
 def vocab_type_name(kind: int) -> str:
     return VOCAB_TYPES.get(kind, f"unknown type {kind}")
+
+
+def vocabulary_difference(target: Model, draft: Model) -> str | None:
+    """Why the draft's tokens are not the target's (it then drafts through text), or None when they are the same.
+    IncompatibleDraftError when either has no vocabulary to translate through."""
+    for role, m in (("draft", draft), ("target", target)):
+        if m.vocab_type == 0:
+            raise IncompatibleDraftError(f"{role} {m.path.name} has no vocabulary: it cannot be paired")
+    try:
+        check_models_compat(target, draft)
+    except IncompatibleDraftError as exc:
+        return str(exc)
+    return None
 
 
 def check_models_compat(target: Model, draft: Model) -> None:
@@ -41,13 +56,14 @@ def check_models_compat(target: Model, draft: Model) -> None:
             raise IncompatibleDraftError(f"{name}: token {tok} differs ({b!r} in draft, {a!r} in target)")
 
 
-def check_draft_compat(target_path: str | os.PathLike, draft_path: str | os.PathLike) -> None:
-    """File-level check: loads only the two vocabularies (no weights), so it is cheap enough before any pairing."""
+def check_draft_compat(target_path: str | os.PathLike, draft_path: str | os.PathLike) -> str | None:
+    """File-level vocabulary_difference: loads only the two vocabularies (no weights), so it is cheap enough before
+    any pairing."""
     vocab_only = ModelSettings(vocab_only=True)
     target = Model(target_path, vocab_only)
     draft = Model(draft_path, vocab_only)
     try:
-        check_models_compat(target, draft)
+        return vocabulary_difference(target, draft)
     finally:
         draft.close()
         target.close()

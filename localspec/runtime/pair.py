@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from localspec.runtime.compat import check_models_compat
+from localspec.runtime.compat import vocabulary_difference
 from localspec.runtime.context import Context, ContextSettings
 from localspec.runtime.model import Model, ModelSettings
 from localspec.runtime.timing import steady_median, steady_state
@@ -18,6 +18,9 @@ class LoadedPair:
     draft: Model | None = None
     draft_ctx: Context | None = None
     draft_token_s: float = 0.0  # one single-token decode of the draft model in steady state, timed at load (warm_up)
+    # Why the draft's tokens are not the target's: it drafts through text (speculative/sources/translated.py).
+    # None: the same vocabulary (or no draft).
+    translation: str | None = None
 
     def close(self) -> None:
         for obj in (self.draft_ctx, self.draft, self.target_ctx, self.target):
@@ -33,13 +36,13 @@ def load_pair(target_path, draft_path=None, *, target: ModelSettings = ModelSett
         return LoadedPair(tmodel, Context(tmodel, ctx))
     dmodel = Model(draft_path, draft)
     try:
-        check_models_compat(tmodel, dmodel)  # before any context exists: a clear error, not a crash mid-decode
+        translation = vocabulary_difference(tmodel, dmodel)  # before any context exists: a clear error, not a crash
     except Exception:
         dmodel.close()
         tmodel.close()
         raise
     dctx = Context(dmodel, draft_ctx or ctx)
-    return LoadedPair(tmodel, Context(tmodel, ctx), dmodel, dctx, warm_up(dctx))
+    return LoadedPair(tmodel, Context(tmodel, ctx), dmodel, dctx, warm_up(dctx), translation)
 
 
 def warm_up(ctx: Context, max_steps: int = 12) -> float:

@@ -102,7 +102,7 @@ class Settings(_Section):
     reasoning: Reasoning = Field(default_factory=Reasoning)
     backend: Backend = Field(default_factory=Backend)
     tools: Tools = Field(default_factory=Tools)
-    # pair name -> Jinja chat template file, for GGUFs whose own template is missing or wrong
+    # pair name -> a template family (prompting/families.py) or a Jinja file, for GGUFs whose own is missing or wrong
     chat_templates: dict[str, str] = Field(default_factory=dict)
 
     def tuning(self, hints: Hints | None = None) -> "Tuning":

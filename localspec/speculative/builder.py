@@ -12,7 +12,7 @@ from localspec.speculative.sources.copy import remember_call
 from localspec.speculative.sources.draft_model import ModelDrafter
 from localspec.speculative.sources.past_calls import CallHistory
 from localspec.speculative.sources.recall import GenerationLog, GenerationMemory, vocabulary_id
-from localspec.speculative.sources.table import SourceKit, build_sources
+from localspec.speculative.sources.table import DraftKit, SourceKit, build_model_source, build_sources
 
 
 def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), *,
@@ -28,11 +28,13 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
     conversation store: agent/drafting_memory.py)."""
     names = set(drafting.drafters)
     model = None
-    if drafting.uses_model and pair.draft_ctx is not None:
+    # A draft of another family drafts through text: a source of its own (sources/translated.py), built below.
+    translated = drafting.uses_model and pair.draft_ctx is not None and pair.translation is not None
+    if drafting.uses_model and pair.draft_ctx is not None and not translated:
         model = ModelDrafter(pair.draft_ctx, max_len=drafting.draft_max, p_min=drafting.draft_p_min)
     costs = costs or CostModel()
-    dctx = pair.draft_ctx if model is not None else None  # its decodes are recorded in the stats
-    if names <= {"model"}:
+    dctx = pair.draft_ctx if drafting.uses_model else None  # its decodes are recorded in the stats
+    if names <= {"model"} and not translated:
         return SpecEngine(pair.target_ctx, model, cost_model=costs, draft_ctx=dctx)
     if memory is None:
         memory = SpanMemory()
@@ -45,7 +47,13 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
                     plain=lambda text: target.tokenize(text, add_special=False, parse_special=False),
                     history=history, memory=memory, max_draft=drafting.max_draft,
                     generations=GenerationMemory(target.token_bytes, tokenize, log,
-                                                 vocabulary_id(target.n_vocab, target.token_bytes) if log else ""))
+                                                 vocabulary_id(target.n_vocab, target.token_bytes) if log else ""),
+                    draft=DraftKit(pair.draft_ctx, target, drafting.draft_max, drafting.draft_p_min)
+                    if translated and pair.draft_ctx is not None else None)
+    if translated:
+        model = build_model_source(kit, names)
+        if names <= {"model"}:
+            return SpecEngine(pair.target_ctx, model, cost_model=costs, draft_ctx=dctx, translated=True)
     hybrid = HybridDrafter(
         costs=costs, sources=build_sources(kit, names), schema="schema" in names, model=model,
         max_len=drafting.max_draft, tokenize=kit.tokenize,
@@ -54,4 +62,4 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
                           if model is not None and pair.draft is not None else 0.0),
         # ... and the draft's own step, timed at load, replaces that guess (its price on this machine).
         model_token_s=pair.draft_token_s if model is not None else 0.0)
-    return SpecEngine(pair.target_ctx, hybrid, cost_model=costs, draft_ctx=dctx)
+    return SpecEngine(pair.target_ctx, hybrid, cost_model=costs, draft_ctx=dctx, translated=translated)

@@ -83,10 +83,11 @@ class SpecEngine:
     """Speculative decoding on one target context with an optional drafter (a model, or a hybrid of several)."""
 
     def __init__(self, target: Context, drafter: Drafter | None = None, *, cost_model: PassPrices | None = None,
-                 calibrate: bool = True, draft_ctx: Context | None = None):
+                 calibrate: bool = True, draft_ctx: Context | None = None, translated: bool = False):
         self.target = target
         self.drafter = drafter
         self.draft_ctx = draft_ctx  # the draft model's context, if a drafter runs one: its decodes go in the stats
+        self.translated = translated  # that draft model has another vocabulary: it drafts through text (the stats say)
         self.costs: PassPrices = cost_model or CostModel()
         self._calibrate = calibrate
         self.totals = Stats()
@@ -180,6 +181,7 @@ class SpecEngine:
                 stats.draft_shapes = dctx.shapes - draft_mark[0]
                 stats.draft_decode_s = dctx.decode_s - draft_mark[1]
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
+            stats.draft_translated = self.translated
             self.totals.merge(stats)
             if self.drafter is not None and stats.generated_tokens:
                 self.drafter.finish(run.history, len(prompt))  # what was generated, for a later request to draft

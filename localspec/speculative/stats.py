@@ -77,6 +77,9 @@ class Stats:
     pass_shapes: Counter = field(default_factory=Counter)
     draft_shapes: Counter = field(default_factory=Counter)
     draft_decode_s: float = 0.0
+    # The draft model has another vocabulary than the target's: its text is tokenized again with the target's
+    # (speculative/sources/translated.py).
+    draft_translated: bool = False
 
     @property
     def acceptance_rate(self) -> float:
@@ -171,6 +174,7 @@ class Stats:
         self.finish_reason = other.finish_reason
         self.switched_off = dict(other.switched_off)
         self.source = other.source or self.source
+        self.draft_translated = other.draft_translated or self.draft_translated
 
     def to_dict(self) -> dict:
         return {
@@ -201,6 +205,7 @@ class Stats:
             "pass_shapes": shape_list(self.pass_shapes),
             "draft_model_shapes": shape_list(self.draft_shapes),
             "draft_model_decode_s": round(self.draft_decode_s, 4),
+            "draft_translated": self.draft_translated,
         }
 
     def summary(self) -> str:
@@ -212,6 +217,8 @@ class Stats:
                 f"{self.target_passes} target passes, accepted {self.accepted}/{self.drafted} ({rate}), "
                 f"{self.mean_accepted_length:.2f} tokens/pass, est. speedup {'–' if est is None else f'{est:.2f}x'}")
         off = switched_off_text(self.switched_off)
+        if self.draft_translated:
+            line += "; draft model translated (another tokenizer)"
         return line + (f"; {off}" if off else "")
 
 

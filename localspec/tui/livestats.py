@@ -31,6 +31,7 @@ class StatsView:
     source: str = ""  # who measured these figures: "" here, else the remote server (e.g. "llama-server")
     first_token_s: float | None = None  # the turn's wait for its first token (rendering and prefill included)
     reused_prefix_tokens: int = 0  # prompt tokens not computed for the turn (kept in the cache or restored)
+    draft_translated: bool = False  # the draft model has another vocabulary: its text is tokenized again
 
     @classmethod
     def of(cls, stats: Stats, *, elapsed_s: float | None = None, target_token_s: float = 0.0,
@@ -47,7 +48,7 @@ class StatsView:
                    stats.mean_accepted_length, tps, speedup, drafters, stats.finish_reason,
                    dict(stats.switched_off), stats.source,
                    first_token_s if first_token_s is not None else (stats.first_token_s or None),
-                   stats.reused_prefix_tokens)
+                   stats.reused_prefix_tokens, stats.draft_translated)
 
     @property
     def acceptance_text(self) -> str:

@@ -48,6 +48,18 @@ def test_self_test_runs_on_the_cpu_and_on_every_gpu_the_build_offloads_to(report
         assert tests[name]["layers"] == {name: 3}
 
 
+def test_it_says_which_chat_template_each_model_file_renders_with(report):
+    from localspec.models.selection import demo_model_path
+
+    demo = demo_model_path()
+    if demo is None:
+        pytest.skip("needs the packaged demo model")
+    found = {t["path"]: t for t in report["chat_templates"]}
+    assert found[str(demo)]["source"] == "file" and found[str(demo)]["describe"] == "the file's own"
+    proc = run_localspec("doctor", "--no-self-test")
+    assert f"  {demo.name}: the file's own" in proc.stdout
+
+
 def test_no_self_test_flag_skips_it():
     proc = run_localspec("doctor", "--json", "--no-self-test")
     assert proc.returncode == 0 and json.loads(proc.stdout)["self_test"] is None

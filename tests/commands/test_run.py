@@ -134,9 +134,13 @@ def test_bad_model_file(kind, role, bad_files, tiny_pair_paths):
 
 
 @pytest.mark.slow  # the CLI in subprocesses
-def test_incompatible_draft_names_the_token(tiny_pair_paths, tiny_other_vocab):
-    proc = run_localspec("run", "hi", "--target", tiny_pair_paths[0], "--draft", tiny_other_vocab, "--max-tokens", 2)
-    assert_one_line_error(proc, "token")
+def test_a_draft_of_another_family_runs_translated(tiny_pair_paths, tiny_other_vocab):
+    proc = run_localspec("run", "hi", "--target", tiny_pair_paths[0], "--draft", tiny_other_vocab, "--max-tokens", 8,
+                         "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["stats"]["draft_translated"] is True
+    proc = run_localspec("run", "hi", "--target", tiny_pair_paths[0], "--draft", tiny_other_vocab, "--max-tokens", 8)
+    assert proc.returncode == 0 and "draft model translated (another tokenizer)" in proc.stderr
 
 
 @pytest.mark.slow  # the CLI in subprocesses

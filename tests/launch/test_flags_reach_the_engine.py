@@ -29,7 +29,8 @@ def built(pair, engine) -> dict:
             "flash_attn": pair.target_ctx.settings.flash_attn, "template": pair.target.chat_template,
             "drafter": None if drafter is None else type(drafter).__name__,
             "sources": [type(s).__name__ for s in getattr(drafter, "sources", ())],
-            "model": None if model is None else (model.max_len, model.p_min)}
+            "model": None if model is None else (model.max_len, model.p_min),
+            "model_kind": None if model is None else type(model).__name__, "translated": engine.translated}
 
 
 # flag arguments, what must hold of (what was built, the first generation's parameters), which front ends take them
@@ -152,3 +153,15 @@ def test_each_flag_reaches_the_engine(front_end, flags, holds, takes, tiny_pair_
     engine = seen.engines[-1]  # bench: the last config's ("all"), the one that drafts with every source
     params = seen.params[0] if seen.params else None
     assert holds(engine, params), (front_end, flags, engine, params)
+
+
+@pytest.mark.parametrize("front_end", [pytest.param(f, marks=() if f == "run" else pytest.mark.slow) for f in MODEL])
+def test_every_front_end_runs_a_draft_of_another_family(front_end, tiny_pair_paths, tiny_other_vocab, tmp_path,
+                                                       home, monkeypatch, capsys):
+    """A pair of two families loads instead of being refused, and its draft drafts through text (issue 36)."""
+    seen = Seen(monkeypatch)
+    flags = [] if front_end == "bench" else ["--drafters", "model,ngram"]  # bench: its "all" config
+    _front_end(front_end, tiny_pair_paths[0], tiny_other_vocab, flags, tmp_path, monkeypatch, seen)
+    capsys.readouterr()
+    engine = seen.engines[-1]
+    assert engine["translated"] and engine["model_kind"] == "TranslatedDrafter", engine

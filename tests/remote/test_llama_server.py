@@ -25,7 +25,7 @@ from tests.serve_helpers import client, free_port, wait_until_healthy
 httpx = pytest.importorskip("httpx")
 
 ROOT = Path(__file__).resolve().parents[2]
-QWEN_TEMPLATE = ROOT / "tests" / "data" / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"  # ChatML, with tools
+QWEN_TEMPLATE = ROOT / "localspec" / "data" / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"  # ChatML, with tools
 
 pytestmark = pytest.mark.slow
 

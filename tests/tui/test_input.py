@@ -244,4 +244,4 @@ async def test_the_chat_warns_when_chatml_stands_in(workspace, home, tmp_path):
         await ready(pilot)
         await wait_for(pilot, lambda: messages(app, "note"), 5, "the warning")
         note = messages(app, "note")[0].text
-        assert "bare.gguf has no chat template: using the ChatML fallback" in note and "--chat-template" in note
+        assert "bare.gguf has no chat template: using the chatml family's" in note and "--chat-template" in note

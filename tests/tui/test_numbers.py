@@ -3,6 +3,8 @@ hint, the one-line summary, and the help screen defining every figure the panel 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from localspec.speculative.stats import Stats, estimate_speedup, tokens_per_pass
@@ -118,6 +120,18 @@ def test_switched_off_reasons_reach_the_cli_summary_and_the_panel():
     assert switched_off_text(view()) is None
 
 
+def test_a_translated_draft_is_said_on_the_panel():
+    from localspec.tui.widgets.stats_panel import turn_table
+
+    def cells(v):
+        return dict(zip((str(c) for c in turn_table(v).columns[0]._cells),
+                        (str(c) for c in turn_table(v).columns[1]._cells)))
+
+    s = Stats(generated_tokens=11, target_passes=10, drafted=11, accepted=1, draft_translated=True)
+    assert cells(StatsView.of(s))["draft model"] == "translated"
+    assert "draft model" not in cells(view())
+
+
 def test_summary_line_holds_the_main_figures():
     line = summary_line(view(speedup=1.5, generated=270))
     for part in ("270 tok", "12.5 tok/s", "1.50 tok/pass", "20% accepted", "est. 1.50x", "^t panel"):
@@ -132,7 +146,7 @@ def test_help_defines_every_figure_on_the_panel():
 
     defined = {name for name, _ in FIGURES}
     labels = set()
-    for table in (turn_table(view()), totals_table(SessionView())):
+    for table in (turn_table(view()), turn_table(replace(view(), draft_translated=True)), totals_table(SessionView())):
         labels |= {str(c) for c in table.columns[0]._cells}
     labels -= {"finished", "turns"}  # words, not numbers
     assert labels <= defined | {"tokens"}, labels - defined

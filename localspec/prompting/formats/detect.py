@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from localspec.prompting.families import family_format
 from localspec.prompting.formats.base import ToolCallFormat
 from localspec.prompting.formats.gemma import FUNCTIONGEMMA, GEMMA4, GEMMA_TOOL_CODE
 from localspec.prompting.formats.json_formats import HermesFormat, Llama3JsonFormat, MistralArgsFormat, MistralFormat
@@ -27,6 +28,9 @@ FORMATS: dict[str, ToolCallFormat] = {
 
 def detect_format(template: str | None) -> ToolCallFormat:
     t = template or ""
+    named = family_format(t)  # a family whose template does not show its convention (Gemma 3: ```tool_code```)
+    if named is not None:
+        return FORMATS[named]
     if "<start_function_call>" in t:
         return FUNCTIONGEMMA
     if "<|tool_call>" in t:

@@ -11,7 +11,9 @@ draft model was switched off for good, where llama-bench timed the same draft at
   each time it still does not pay, at most REPROBE_MAX), so a price that was wrong, or a machine that got faster
   (a GPU warming up, other jobs ending), lets it back in;
 - with another machine's cost profile (`localspec bench --cost-profile`) the profile's draft step is the price:
-  the policy then drafts as it would there, and nothing measured here overrides it.
+  the policy then drafts as it would there, and nothing measured here overrides it;
+- a draft model of another vocabulary (sources/translated.py) also pays its text's round trip between the two
+  vocabularies, measured per drafted token and added to the price, a profile's too (it runs on the CPU there).
 """
 
 from __future__ import annotations
@@ -32,15 +34,20 @@ class ModelPrice:
         self.fixed_s = fixed_s  # a cost profile's price (0.0: none): when set, measurements do not move the price
         self.out_for = 0  # proposals since the model last drafted while priced out
         self.reprobe_after = REPROBE_FIRST
+        self.translate_s = 0.0  # a translated draft's text round trip per drafted token (0.0: none, or not yet)
 
     def price(self, fallback_s: float) -> float:
-        """The price to use: the profile's, else the measured one, else `fallback_s` (a guess from file sizes)."""
-        return self.fixed_s or self.token_s or fallback_s
+        """The price to use: the profile's, else the measured one, else `fallback_s` (a guess from file sizes); and
+        a translated draft's translation on top."""
+        return (self.fixed_s or self.token_s or fallback_s) + self.translate_s
 
     def observe(self, call: ModelCall, *, anew: bool = False) -> None:
         """Fold one call's timing into the price (a profile's price stays as it is). `anew`: the call was a try of
         a priced-out model, and its timing replaces the price (the old one is what kept the model out: folding
         into it would take a dozen tries, thousands of proposals apart)."""
+        if call.translate_s:
+            per = call.translate_s / max(call.drafted, 1)  # a call that drafts nothing translated all the same
+            self.translate_s = per if anew or not self.translate_s else (1 - EMA) * self.translate_s + EMA * per
         if self.fixed_s:
             return
         if call.fed <= STEADY_FEED:

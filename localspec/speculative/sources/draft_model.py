@@ -16,13 +16,15 @@ if TYPE_CHECKING:  # the policy (policy/model_price.py) reads ModelCall without 
 @dataclass
 class ModelCall:
     """How one draft-model call went: tokens fed before drafting and the seconds that took, then the single-token
-    steps it made (decodes) and their seconds, and the tokens it drafted."""
+    steps it made (decodes) and their seconds, the tokens it drafted, and the seconds a draft of another vocabulary
+    spent translating between the two (sources/translated.py)."""
 
     fed: int = 0
     feed_s: float = 0.0
     decodes: int = 0
     steps_s: float = 0.0
     drafted: int = 0
+    translate_s: float = 0.0
 
 
 class ModelDrafter(Drafter):

@@ -69,6 +69,9 @@ FIGURES = [
                     "pass), and how many prompt tokens were not read again: kept from the last prompt or restored "
                     "from the saved system prompt and tool definitions. While a long prompt is read, the panel says "
                     "\"reading prompt: N of M tokens\" with the rate."),
+    ("draft model", "\"translated\" when the draft model is of another family than the target (another tokenizer): "
+                    "its text is tokenized again with the target's vocabulary, and the target checks every token "
+                    "as always, so the reply is the same."),
     ("measured by", "with a remote backend: the server that reported the figures (llama-server, vLLM, localspec); "
                     "what it does not report shows as –."),
     ("drafted / accepted", "per drafting source (draft model, schema, history, n-gram): tokens it proposed, and "

@@ -37,6 +37,8 @@ def turn_table(v: StatsView | None) -> Table:
     if v.first_token_s is not None:
         cached = f" ({v.reused_prefix_tokens:,} cached)" if v.reused_prefix_tokens else ""
         t.add_row("first token", f"{v.first_token_s:.2f} s{cached}")
+    if v.draft_translated:
+        t.add_row("draft model", "translated")  # another tokenizer: its text is tokenized again
     if v.source:
         t.add_row("measured by", v.source)
     if v.finish_reason:

@@ -49,6 +49,19 @@ def test_price_prefers_the_profile_then_the_measurement_then_the_guess():
     assert fixed.price(0.5) == 0.001 and fixed.token_s == 0.01  # a profile's price is not moved by this machine
 
 
+def test_a_translated_drafts_round_trip_is_part_of_its_price():
+    """A draft of another vocabulary (sources/translated.py) pays its translation per drafted token, on top of its
+    steps: measured here, and added to a profile's price too (the translation runs on that machine's CPU)."""
+    p = ModelPrice(0.0)
+    p.observe(ModelCall(fed=1, feed_s=0.002, decodes=3, steps_s=0.006, drafted=4, translate_s=0.001))
+    assert p.token_s == pytest.approx(0.002) and p.translate_s == pytest.approx(0.00025)
+    assert p.price(0.5) == pytest.approx(0.00225)
+    fixed = ModelPrice(0.0, fixed_s=0.001)
+    fixed.observe(ModelCall(fed=1, feed_s=1.0, drafted=0, translate_s=0.0004))  # nothing drafted: one token's worth
+    assert fixed.price(0.5) == pytest.approx(0.0014)
+    assert ModelPrice(0.01).price(0.5) == 0.01  # a draft of the target's own vocabulary translates nothing
+
+
 def test_a_priced_out_model_is_tried_again_later_and_later():
     p = ModelPrice(1.0)
     tries = [i for i in range(1, 8 * REPROBE_MAX) if p.sat_out()]
