@@ -38,10 +38,14 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
                                         help="installed model pair (default: the configured one)")
         flag_adder(which, prefix, suppress)("--target", dest="target", metavar="PATH",
                                         help="target GGUF (the model whose output you get)")
-        add("--draft", dest="draft", metavar="PATH", help="draft GGUF with the target's vocabulary")
+        add("--draft", dest="draft", metavar="PATH",
+            help="draft GGUF with the target's vocabulary, or a draft head for the target (EAGLE-3, DFlash, "
+                 "mtp-*.gguf): told apart by the file")
         add("--offline", dest="offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
     add("--no-draft", dest="no_draft", action="store_true",
         help="target-only decoding: no draft model and no other drafter")
+    add("--no-mtp", dest="no_mtp", action="store_true",
+        help="do not draft with the target's own MTP layers (nor load them; config: drafters.mtp = false)")
     add("--n-gpu-layers", dest="n_gpu_layers", type=int, default=None, metavar="N",
         help="target layers to offload to the GPU (-1: all; default: all where the build can)")
     add("--draft-n-gpu-layers", dest="draft_n_gpu_layers", type=int, default=None, metavar="N",

@@ -15,6 +15,7 @@ class RunFlags:
     target: str | None = None  # an explicit target GGUF (instead of a pair)
     draft: str | None = None  # an explicit draft GGUF
     no_draft: bool = False  # target-only decoding: no draft model and no other drafter
+    no_mtp: bool = False  # do not draft with (or load) the target's own MTP layers
     offline: bool = False  # local files only
     # how they are loaded and run
     n_gpu_layers: int | None = None  # target layers to offload (-1: all; default: all where the build can)

@@ -107,7 +107,8 @@ def resolve_config(flags: RunFlags = RunFlags(), settings: Settings | None = Non
         names = registry.enabled(settings.get)
     drafting = DraftingConfig(drafters=() if flags.no_draft else names,
                               draft_max=_first(flags.draft_max, tuning.draft_max, DRAFT_MAX),
-                              draft_p_min=_first(flags.draft_p_min, tuning.draft_p_min, DRAFT_P_MIN))
+                              draft_p_min=_first(flags.draft_p_min, tuning.draft_p_min, DRAFT_P_MIN),
+                              mtp=not flags.no_mtp and bool(settings.get("drafters.mtp")))
     params, thinking = resolve_params(flags, settings, max_tokens=max_tokens)
     threads = _first(flags.threads, settings.threads, 0)
     if not threads:

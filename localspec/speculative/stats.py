@@ -77,6 +77,9 @@ class Stats:
     pass_shapes: Counter = field(default_factory=Counter)
     draft_shapes: Counter = field(default_factory=Counter)
     draft_decode_s: float = 0.0
+    # The draft head's decodes likewise (speculative/heads/): its catch-ups on the target's rows and its steps.
+    head_shapes: Counter = field(default_factory=Counter)
+    head_decode_s: float = 0.0
 
     @property
     def acceptance_rate(self) -> float:
@@ -155,10 +158,11 @@ class Stats:
             self.first_token_s = other.first_token_s
         for name in ("generated_tokens", "prompt_tokens", "prefill_tokens", "target_passes", "drafted", "accepted",
                      "forced", "prefill_s", "draft_s", "verify_s", "decode_s", "wall_s", "plain_passes",
-                     "plain_verify_s", "plain_decode_s", "draft_decode_s"):
+                     "plain_verify_s", "plain_decode_s", "draft_decode_s", "head_decode_s"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.pass_shapes.update(other.pass_shapes)
         self.draft_shapes.update(other.draft_shapes)
+        self.head_shapes.update(other.head_shapes)
         for pos, (d, a) in enumerate(zip(other.per_position_drafted, other.per_position_accepted)):
             for _ in range(a):
                 self.record_position(pos, True)
@@ -201,6 +205,8 @@ class Stats:
             "pass_shapes": shape_list(self.pass_shapes),
             "draft_model_shapes": shape_list(self.draft_shapes),
             "draft_model_decode_s": round(self.draft_decode_s, 4),
+            **({"head_shapes": shape_list(self.head_shapes), "head_decode_s": round(self.head_decode_s, 4)}
+               if self.head_shapes else {}),
         }
 
     def summary(self) -> str:
