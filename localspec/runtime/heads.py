@@ -271,6 +271,13 @@ class LoadedHead:
     def origin(self) -> str:
         return HEAD_ORIGINS[self.info.kind]
 
+    def summary(self) -> dict:
+        """What `run --json` and the bench say about the head: its kind, file, what it reads, its step's price."""
+        info = self.info
+        return {"kind": info.kind, "file": str(info.path), "target_layers": list(info.layer_ids) or None,
+                "nextn_blocks": info.n_heads if info.kind == "mtp" else None,
+                "block_size": info.block_size or None, "step_s": round(self.step_s, 6)}
+
     def close(self) -> None:
         if self.target.tap is self.tap:
             self.target.tap = None

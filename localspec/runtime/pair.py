@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from localspec.runtime.compat import check_models_compat
 from localspec.runtime.context import Context, ContextSettings
 from localspec.runtime.head_files import is_head_file
-from localspec.runtime.heads import LoadedHead, open_head, target_mtp_layers
+from localspec.runtime.heads import HeadError, LoadedHead, open_head, target_mtp_layers
 from localspec.runtime.heads import warm_up as warm_up_head
 from localspec.runtime.model import Model, ModelSettings
 from localspec.runtime.timing import steady_median, steady_state
@@ -22,6 +22,7 @@ class LoadedPair:
     draft_ctx: Context | None = None
     draft_token_s: float = 0.0  # one single-token decode of the draft model in steady state, timed at load (warm_up)
     head: LoadedHead | None = None  # the target's draft head (runtime/heads.py): its MTP layers or a head file
+    head_note: str = ""  # why the target's own MTP layers do not draft (a build without the staging symbols)
 
     def close(self) -> None:
         for obj in (self.head, self.draft_ctx, self.draft, self.target_ctx, self.target):
@@ -61,6 +62,11 @@ def _with_head(pair: LoadedPair, heads: bool, own_mtp: bool, head_path, settings
     try:
         pair.head = open_head(pair.target_ctx, head_path, settings=settings)
         warm_up_head(pair.head)
+    except HeadError as exc:
+        if head_path is not None:  # a head the user named: a one-line error
+            pair.close()
+            raise
+        pair.head_note = str(exc)  # the model's own MTP layers: it runs without them, and says why
     except BaseException:
         pair.close()
         raise

@@ -59,5 +59,7 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
                           if model is not None and pair.draft is not None else 0.0),
         # ... and the draft's own step, timed at load, replaces that guess (its price on this machine).
         model_token_s=pair.draft_token_s if model is not None else 0.0, heads=heads)
+    if drafting.uses_heads and pair.head_note:
+        hybrid.switched_off["head"] = pair.head_note  # stats, the panel and --json say why the MTP layers rest
     return SpecEngine(pair.target_ctx, hybrid, cost_model=costs, draft_ctx=dctx,
                       head_ctx=pair.head.ctx if heads and pair.head is not None else None)
