@@ -51,11 +51,15 @@ def resolve_selection(pair: str | None = None, target: str | Path | None = None,
         up = registry.pairs[name]
         return Selection(check_gguf(up.target), d or (check_gguf(up.draft) if up.draft else None), name, False)
     cat = catalog.get(name)
-    t = registry.usable(cat.target.repo, cat.target.file)
-    dr = registry.usable(cat.draft.repo, cat.draft.file)
-    if t is None or dr is None:
+    got = {f.key: registry.usable(f.repo, f.file) for f in cat.files()}
+    if any(e is None for e in got.values()):
         raise _missing(name, catalog, offline)
-    return Selection(Path(t.path), d or Path(dr.path), name, False, cat.hints)
+    t = got[cat.target.key]
+    assert t is not None
+    dr = got[cat.draft.key] if cat.draft is not None and cat.draft.key != cat.target.key else None
+    head = got[cat.head.key] if cat.head is not None else None
+    return Selection(Path(t.path), d or (Path(dr.path) if dr else None), name, False, cat.hints,
+                     head=Path(head.path) if head else None)
 
 
 def resolve_models(pair: str | None, target: str | Path | None, draft: str | Path | None,

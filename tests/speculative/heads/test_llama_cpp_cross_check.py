@@ -1,0 +1,126 @@
+"""localspec's port of llama.cpp's heads against llama.cpp itself: `llama-speculative-simple` (built from the same
+vendored source by scripts/llama_server.py --tool llama-speculative-simple) and localspec's head drivers run on the
+same tiny files and prompt, greedy, with the same draft length and no p_min; every draft must hold the same tokens
+and have the same number accepted, step by step, and the totals (llama.cpp's n_drafted / n_accept) must agree.
+
+How the two loops are lined up: llama.cpp's example decodes the prompt but its last token, then drafts after that
+token; localspec decodes the whole prompt and drafts after the target's first token. So llama.cpp gets localspec's
+prompt followed by the first token localspec generated (the test checks the text tokenizes back to exactly that),
+and from there both draft at the same positions from the same state.
+
+The binary comes from LOCALSPEC_SPEC_SIMPLE (CI builds it: .ci/run); without that variable these tests are skipped,
+with it and no binary there they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from localspec.runtime.context import ContextSettings
+from localspec.runtime.pair import load_pair
+from localspec.speculative.decoder import GenParams, SpecEngine
+from localspec.speculative.heads.build import head_drafter
+
+pytestmark = pytest.mark.slow  # llama.cpp's program in a subprocess
+
+BINARY = os.environ.get("LOCALSPEC_SPEC_SIMPLE")
+PROMPT = "read the file name and write the test data to the file, then list the directory"
+N_PREDICT = 40
+CANDIDATE = re.compile(r"draft candidate\s+0, pos\s+(\d+):\s+(\d+)")
+ACCEPTED = re.compile(r"accepted (\d+)/(\d+) draft tokens")
+TOTALS = re.compile(r"n_(drafted|accept)\s+=\s+(\d+)")
+
+
+def spec_simple() -> Path:
+    if not BINARY:
+        pytest.skip("LOCALSPEC_SPEC_SIMPLE is not set (python scripts/llama_server.py --tool llama-speculative-simple)")
+    path = Path(BINARY)
+    assert path.is_file(), f"LOCALSPEC_SPEC_SIMPLE={BINARY} is not a file"
+    return path
+
+
+def llama_cpp(target: Path, head: Path | None, spec_type: str, prompt: str, n_max: int) -> dict:
+    """Run llama.cpp's reference loop; its drafts (each a list of tokens), accepted counts and totals."""
+    cmd = [str(spec_simple()), "-m", str(target), *(["-md", str(head)] if head else []), "--spec-type", spec_type,
+           "-p", prompt, "-n", str(N_PREDICT), "--temp", "0", "--top-k", "1", "--spec-draft-n-max", str(n_max),
+           "--spec-draft-p-min", "0", "-c", "512", "-b", "512", "-ub", "512", "-t", "1", "-lv", "4", "--seed", "0"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+    drafts: list[list[int]] = []
+    for line in log.splitlines():
+        m = CANDIDATE.search(line)
+        if m:
+            if int(m.group(1)) == 0:
+                drafts.append([])
+            drafts[-1].append(int(m.group(2)))
+    accepted = [int(m.group(1)) for m in ACCEPTED.finditer(log)]
+    totals = {k: int(v) for k, v in TOTALS.findall(log)}
+    return {"drafts": drafts, "accepted": accepted, "totals": totals, "log": log}
+
+
+class Steps(SpecEngine):
+    """localspec's loop, noting each draft and how much of it the target kept."""
+
+    def _record(self, draft, accepted, stats):
+        self.steps.append((list(draft.tokens), accepted))
+        super()._record(draft, accepted, stats)
+
+
+def localspec(target: Path, head: Path | None, n_max: int) -> tuple[list[int], list[tuple[list[int], int]]]:
+    """The head driver alone as the engine's drafter (the port, without the hybrid's pricing and cuts)."""
+    pair = load_pair(target, head, ctx=ContextSettings(n_ctx=512, n_batch=512, n_threads=1), heads=True)
+    try:
+        engine = Steps(pair.target_ctx, head_drafter(pair.head, max_len=n_max, p_min=0.0), calibrate=False)
+        engine.steps = []
+        prompt = pair.target.tokenize(PROMPT)
+        out = engine.generate(prompt, GenParams(max_tokens=N_PREDICT)).tokens
+        # llama.cpp's prompt: this one and the first generated token, as text that tokenizes back to exactly that.
+        text = PROMPT + pair.target.detokenize(out[:1])
+        assert pair.target.tokenize(text) == prompt + out[:1], "the prompt does not round-trip: pick another"
+        return out, engine.steps
+    finally:
+        pair.close()
+
+
+CASES = {  # case: (target, head file, llama.cpp's --spec-type)
+    "mtp": ("qwen35", None, "draft-mtp"),
+    "mtp-file": ("qwen35_plain", "mtp_only", "draft-mtp"),
+    "eagle3": ("llama", "eagle3", "draft-eagle3"),
+    "eagle3-hybrid-target": ("qwen35", "eagle3_q35", "draft-eagle3"),
+    "dflash": ("llama", "dflash", "draft-dflash"),
+}
+
+
+@pytest.mark.parametrize("n_max", [1, 3])
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_drafts_and_acceptance_as_llama_cpp(head_files, case, n_max):
+    target_name, head_name, spec_type = CASES[case]
+    target = getattr(head_files, target_name)
+    head = getattr(head_files, head_name) if head_name else None
+    out, steps = localspec(target, head, n_max)
+    ref = llama_cpp(target, head, spec_type, PROMPT + _piece(target, out[0]), n_max)
+    # Compare the steps both made with room for a whole draft (their last steps are cut by their token limits,
+    # which count differently).
+    k = min(len(ref["drafts"]), len(steps)) - 2
+    assert k >= 8, ref["log"][-2000:]
+    ours = [(d, a) for d, a in steps[:k]]
+    theirs = list(zip(ref["drafts"][:k], ref["accepted"][:k]))
+    assert ours == theirs
+    assert sum(a for _, a in ours) > 0 or case.startswith("dflash")  # heads that follow the target were right
+    assert ref["totals"]["n_drafted"] >= sum(len(d) for d, _ in ours)
+
+
+def _piece(target: Path, token: int) -> str:
+    from localspec.runtime.model import Model, ModelSettings
+
+    model = Model(target, ModelSettings(vocab_only=True))
+    try:
+        return model.detokenize([token])
+    finally:
+        model.close()
