@@ -22,11 +22,12 @@ class HeadFiles:
     eagle3_q35: Path  # EAGLE-3 head for `qwen35`
     dflash_q35: Path  # DFlash drafter for `qwen35`
     mtp_only: Path  # the NextN block of `qwen35` alone, as an mtp-*.gguf beside it
+    step35: Path  # tiny step35 target with 2 chained NextN blocks (one per drafted token)
 
 
 @pytest.fixture(scope="session")
 def head_files(tmp_path_factory) -> HeadFiles:
-    from localspec.runtime.tinyheads import write_dflash, write_eagle3, write_qwen35
+    from localspec.runtime.tinyheads import write_dflash, write_eagle3, write_qwen35, write_step35
     from localspec.runtime.tinymodel import write_tiny_llama
 
     d = tmp_path_factory.mktemp("heads")
@@ -36,7 +37,8 @@ def head_files(tmp_path_factory) -> HeadFiles:
                      eagle3=write_eagle3(d / "eagle3.gguf", llama), dflash=write_dflash(d / "dflash.gguf", llama),
                      eagle3_q35=write_eagle3(d / "eagle3-q35.gguf", q35),
                      dflash_q35=write_dflash(d / "dflash-q35.gguf", q35, layers=(0, 1)),
-                     mtp_only=write_qwen35(d / "mtp-qwen35.gguf", mtp_only=True))
+                     mtp_only=write_qwen35(d / "mtp-qwen35.gguf", mtp_only=True),
+                     step35=write_step35(d / "step35.gguf"))
 
 
 def head_profile(token_s: float = 0.001, step_s: float = 0.010) -> CostProfile:

@@ -36,6 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mkrand import BLOCK, bank, read_vocab  # noqa: E402 - the kit's own module beside this one
 
 NAMES = ("qwen35-9b", "qwen3-8b", "qwen3-8b-eagle3", "qwen3-8b-dflash")
+SHRINK = 1  # --shrink: widths divided by this (head sizes kept), for checking the kit's plumbing on small files
+
+
+def _s(n: int) -> int:
+    return max(1, n // SHRINK)
 
 
 class Writer:
@@ -120,8 +125,8 @@ def _qwen_attn(x: Writer, p: str, n_embd: int, n_head: int, n_kv: int, hd: int, 
 
 
 def qwen35_9b(path: Path, vocab: list, layers: int, quant: str) -> str:
-    n_embd, n_ff, n_head, n_kv, hd = 4096, 12288, 16, 4, 256
-    d_state, n_group, n_v = 128, 16, 32  # DeltaNet: key heads (groups) 16, value heads 32, both 128 wide
+    n_embd, n_ff, n_head, n_kv, hd = _s(4096), _s(12288), _s(16), _s(4), 256
+    d_state, n_group, n_v = 128, _s(16), _s(32)  # DeltaNet: key heads (groups) 16, value heads 32, both 128 wide
     key_dim, value_dim = d_state * n_group, d_state * n_v
     conv_dim = 2 * key_dim + value_dim
     x = Writer(path, "qwen35", quant, vocab)
@@ -170,7 +175,7 @@ def qwen35_9b(path: Path, vocab: list, layers: int, quant: str) -> str:
 
 
 def qwen3_8b(path: Path, vocab: list, layers: int, quant: str) -> str:
-    n_embd, n_ff, n_head, n_kv, hd = 4096, 12288, 32, 8, 128
+    n_embd, n_ff, n_head, n_kv, hd = _s(4096), _s(12288), _s(32), _s(8), 128
     x = Writer(path, "qwen3", quant, vocab)
     w = x.w
     w.add_name(f"random-qwen3-8b-{layers}")
@@ -192,7 +197,8 @@ def qwen3_8b(path: Path, vocab: list, layers: int, quant: str) -> str:
 
 
 def eagle3_8b(path: Path, vocab: list, layers: int, quant: str, draft_vocab: int = 32000) -> str:
-    n_embd, n_ff, n_head, n_kv, hd = 4096, 12288, 32, 8, 128
+    n_embd, n_ff, n_head, n_kv, hd = _s(4096), _s(12288), _s(32), _s(8), 128
+    draft_vocab = min(_s(draft_vocab), n_vocab(vocab))
     ids = [2, layers // 2, layers - 3]  # low, middle, high: the layers EAGLE-3 heads read (converter's default)
     x = Writer(path, "eagle3", quant, vocab)
     w = x.w
@@ -221,7 +227,7 @@ def eagle3_8b(path: Path, vocab: list, layers: int, quant: str, draft_vocab: int
 
 
 def dflash_8b(path: Path, vocab: list, layers: int, quant: str, n_layer: int = 5, block: int = 16) -> str:
-    n_embd, n_ff, n_head, n_kv, hd = 4096, 12288, 32, 8, 128
+    n_embd, n_ff, n_head, n_kv, hd = _s(4096), _s(12288), _s(32), _s(8), 128
     step = max(1, (layers - 2) // (n_layer - 1))
     ids = [1 + i * step for i in range(n_layer)]  # spread from the bottom: z-lab's read 1, 9, 17, 25, 33 of 36
     x = Writer(path, "dflash", quant, vocab)
@@ -257,7 +263,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--layers-8b", type=int, default=36)
     p.add_argument("--quant", choices=("q4_0", "q8_0"), default="q4_0")
     p.add_argument("--only", default=",".join(NAMES), help=f"comma-separated subset of {', '.join(NAMES)}")
+    p.add_argument("--shrink", type=int, default=1, help="divide the widths by this (tests of the kit: not a price)")
     args = p.parse_args(argv)
+    global SHRINK
+    SHRINK = max(1, args.shrink)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
     bad = [n for n in only if n not in NAMES]
     if bad or (args.layers_9b % 4) or args.layers_8b < 6:
@@ -269,7 +278,8 @@ def main(argv: list[str]) -> int:
         if "qwen35-9b" in only:
             if args.vocab_qwen35 is None:
                 raise ValueError("qwen35-9b needs --vocab-qwen35")
-            vocab35 = pad_vocab(read_vocab(str(args.vocab_qwen35)), QWEN35_VOCAB)
+            vocab35 = read_vocab(str(args.vocab_qwen35))
+            vocab35 = pad_vocab(vocab35, QWEN35_VOCAB) if SHRINK == 1 else vocab35
             print(qwen35_9b(args.out / "qwen35-9b.gguf", vocab35, args.layers_9b, args.quant), flush=True)
         rest = [n for n in only if n != "qwen35-9b"]
         if rest:

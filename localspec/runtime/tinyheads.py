@@ -3,6 +3,7 @@ head self-test, the benchmarks' plumbing checks), beside runtime/tinymodel.py's 
 
     write_qwen35(path, mtp=True)          a qwen35 target: one gated DeltaNet (recurrent) layer, one attention layer,
                                           and a NextN (MTP) block; llama.cpp needs at least one recurrent layer
+    write_step35(path, nextn=2)           a step35 target with chained NextN blocks (one per drafted token)
     write_eagle3(path, target, layers)    an EAGLE-3 head for a tiny llama or qwen35 target
     write_dflash(path, target, layers)    a DFlash block drafter for one
 
@@ -147,6 +148,46 @@ def write_qwen35(path, *, seed: int = 0, mtp: bool = True, recurrent: int = 1, a
                   p + "nextn.hnorm.weight": np.ones(N_EMBD, np.float32)})
     if mtp_only:
         t = {k: v for k, v in t.items() if not k.startswith("blk.") or int(k.split(".")[1]) >= n_trunk}
+    _write(w, t)
+    return Path(path)
+
+
+def write_step35(path, *, seed: int = 0, trunk: int = 2, nextn: int = 2, trunk_scale: float = 1.3,
+                 mtp_scale: float = 0.3) -> Path:
+    """A tiny step35 (Step-3.5) target with `nextn` chained NextN blocks (the draft runs one block per drafted
+    token, llama_set_nextn_layer_offset choosing it): dense FFNs, no experts, layer 0 with a sliding window
+    wider than any test's context (llama.cpp's step35 graph needs one windowed layer), the NextN blocks built as
+    write_qwen35's."""
+    rng = np.random.default_rng(seed)
+    tokens, scores, types = _vocab("a")
+    hd = N_EMBD // N_HEAD
+    t = dict(_weights(rng, types, 0, N_EMBD, N_FF))
+    w = gguf.GGUFWriter(str(path), "step35")
+    w.add_name(f"tiny-step35-s{seed}-mtp{nextn}")
+    _common(w, tokens, scores, types, trunk + nextn)
+    w.add_nextn_predict_layers(nextn)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(hd)
+    w.add_rope_freq_base(10000.0)
+    w.add_uint32("step35.expert_feed_forward_length", N_FF)
+    w.add_uint32("step35.attention.sliding_window", 4096)
+    w.add_array("step35.attention.sliding_window_pattern", [True] + [False] * (trunk + nextn - 1))
+    for i in range(trunk + nextn):
+        p, s = f"blk.{i}.", trunk_scale if i < trunk else mtp_scale
+        t.update({p + "attn_norm.weight": np.ones(N_EMBD, np.float32), p + "ffn_norm.weight": np.ones(N_EMBD, np.float32),
+                  p + "attn_q.weight": _rand(rng, (N_EMBD, N_EMBD), s), p + "attn_k.weight": _rand(rng, (N_EMBD, N_EMBD), s),
+                  p + "attn_v.weight": _rand(rng, (N_EMBD, N_EMBD), s),
+                  p + "attn_output.weight": _rand(rng, (N_EMBD, N_EMBD), s),
+                  p + "ffn_gate.weight": _rand(rng, (N_FF, N_EMBD), s), p + "ffn_up.weight": _rand(rng, (N_FF, N_EMBD), s),
+                  p + "ffn_down.weight": _rand(rng, (N_EMBD, N_FF), s)})
+        if i >= trunk:
+            eh = np.zeros((N_EMBD, 2 * N_EMBD), np.float32)
+            eh[:, :N_EMBD] = np.eye(N_EMBD, dtype=np.float32)
+            eh[:, N_EMBD:] = _rand(rng, (N_EMBD, N_EMBD), mtp_scale)
+            t.update({p + "nextn.eh_proj.weight": eh, p + "nextn.enorm.weight": np.ones(N_EMBD, np.float32),
+                      p + "nextn.hnorm.weight": np.ones(N_EMBD, np.float32)})
     _write(w, t)
     return Path(path)
 
