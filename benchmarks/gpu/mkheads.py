@@ -187,13 +187,17 @@ def qwen3_8b(path: Path, vocab: list, layers: int, quant: str) -> str:
     x.q("token_embd.weight", n_vocab(vocab), n_embd)
     x.f("output_norm.weight", n_embd)
     x.q("output.weight", n_vocab(vocab), n_embd)
-    for i in range(layers):
+    _qwen3_layers(x, layers, n_embd, n_ff, n_head, n_kv, hd)
+    x.close()
+    return f"{path}: qwen3 {n_embd}x{layers}, {n_vocab(vocab)} vocab, {quant}"
+
+
+def _qwen3_layers(x: Writer, n: int, n_embd: int, n_ff: int, n_head: int, n_kv: int, hd: int) -> None:
+    for i in range(n):
         p = f"blk.{i}."
         _qwen_attn(x, p, n_embd, n_head, n_kv, hd, gated=False)
         x.f(p + "ffn_norm.weight", n_embd)
         _ffn(x, p, n_embd, n_ff)
-    x.close()
-    return f"{path}: qwen3 {n_embd}x{layers}, {n_vocab(vocab)} vocab, {quant}"
 
 
 def eagle3_8b(path: Path, vocab: list, layers: int, quant: str, draft_vocab: int = 32000) -> str:
@@ -245,11 +249,7 @@ def dflash_8b(path: Path, vocab: list, layers: int, quant: str, n_layer: int = 5
     x.q("fc.weight", n_embd, n_layer * n_embd)
     x.f("enc.output_norm.weight", n_embd)
     x.f("output_norm.weight", n_embd)
-    for i in range(n_layer):
-        p = f"blk.{i}."
-        _qwen_attn(x, p, n_embd, n_head, n_kv, hd, gated=False)
-        x.f(p + "ffn_norm.weight", n_embd)
-        _ffn(x, p, n_embd, n_ff)
+    _qwen3_layers(x, n_layer, n_embd, n_ff, n_head, n_kv, hd)
     x.close()
     return f"{path}: dflash drafter, {n_layer} layers {n_embd} wide, reads {ids}, block {block}, {quant}"
 

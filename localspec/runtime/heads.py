@@ -30,17 +30,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from localspec.errors import LocalspecError, ModelFileError
+from localspec.errors import LocalspecError
 from localspec.runtime import staging
 from localspec.runtime.context import Context
-from localspec.runtime.head_files import file_head_kind, read_header
+from localspec.runtime.head_files import file_head_kind
 from localspec.runtime.llama import lib
 from localspec.runtime.model import Model, ModelSettings
 from localspec.runtime.params import set_fields
 from localspec.runtime.timing import steady_median, steady_state
 
 MAX_TAP_BYTES = 128 << 20  # rows a sitting-out head may fall behind by: 128 MiB (2,730 EAGLE-3 rows of an 8B)
-KEEP_BEHIND = 512  # rows kept behind the head's own position, for a target that rolls back further than a draft
 # Targets whose graph exposes layer inputs (llama.cpp sets t_layer_inp for these): EAGLE-3 and DFlash read them.
 LAYER_INPUT_ARCHS = frozenset((
     "llama", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "qwen3next", "gpt-oss", "gemma4", "lfm2", "mimo2",
@@ -66,7 +65,7 @@ class Tap:
         self.sources = [tuple(s) for s in sources]
         self.n_embd = n_embd
         self.width = n_embd * len(self.sources)
-        self.cap_rows = max(KEEP_BEHIND * 2, MAX_TAP_BYTES // (4 * self.width))
+        self.cap_rows = max(1024, MAX_TAP_BYTES // (4 * self.width))  # never fewer than two prompt batches
         self._buf = np.zeros((0, self.width), np.float32)
         self._off = 0  # position of _buf[0]
         self.lo = self.hi = self.start = 0
@@ -462,12 +461,3 @@ def warm_up(head: LoadedHead, max_steps: int = 12) -> float:
         ctx.decode_s = 0.0
     head.step_s = steady_median(times) if times else 0.0
     return head.step_s
-
-
-def describe(path: str | Path) -> str:
-    """One line about a head file, for `models` and errors: its kind and architecture."""
-    h = read_header(path)
-    kind = file_head_kind(path)
-    if kind is None:
-        raise ModelFileError(f"{Path(path).name} is not a draft head")
-    return f"{kind} head ({h.arch})"

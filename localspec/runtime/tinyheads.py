@@ -25,7 +25,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from localspec.runtime.tinymodel import BOS, CHATML, EOS, IM_END, UNK, _vocab, _weights
+from localspec.runtime.tinymodel import CHATML, UNK, _vocab, _weights, add_tokenizer
 
 N_EMBD = 64
 N_HEAD = 2  # head size 32: qwen35's rope sections [8, 4, 4, 0] cover its 16 rotary pairs
@@ -42,19 +42,7 @@ def _common(w: gguf.GGUFWriter, tokens, scores, types, n_layer: int, n_embd: int
     w.add_head_count_kv(n_head)
     w.add_vocab_size(len(tokens))
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_unk_token_id(UNK)
-    w.add_bos_token_id(BOS)
-    w.add_eos_token_id(EOS)
-    w.add_eot_token_id(IM_END)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
-    w.add_add_space_prefix(False)
-    if template:
-        w.add_chat_template(CHATML)
+    add_tokenizer(w, tokens, scores, types, CHATML if template else None)
 
 
 def _write(w: gguf.GGUFWriter, tensors: dict[str, np.ndarray]) -> None:
