@@ -23,6 +23,7 @@ class HeadFiles:
     dflash_q35: Path  # DFlash drafter for `qwen35`
     mtp_only: Path  # the NextN block of `qwen35` alone, as an mtp-*.gguf beside it
     step35: Path  # tiny step35 target with 2 chained NextN blocks (one per drafted token)
+    dspark: Path  # DSpark drafter for `llama`: DFlash with a Markov head and a confidence head, anchor-first blocks
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +39,8 @@ def head_files(tmp_path_factory) -> HeadFiles:
                      eagle3_q35=write_eagle3(d / "eagle3-q35.gguf", q35),
                      dflash_q35=write_dflash(d / "dflash-q35.gguf", q35, layers=(0, 1)),
                      mtp_only=write_qwen35(d / "mtp-qwen35.gguf", mtp_only=True),
-                     step35=write_step35(d / "step35.gguf"))
+                     step35=write_step35(d / "step35.gguf"),
+                     dspark=write_dflash(d / "dspark.gguf", llama, dspark=True))
 
 
 def head_profile(token_s: float = 0.001, step_s: float = 0.010) -> CostProfile:

@@ -6,7 +6,8 @@ vendor/llama.cpp/common/speculative.cpp):
     mtp     the model's own NextN block(s): pairs (token_p, h_{p-1}) where h is the target's last hidden state
             (`h_nextn`); a context of type MTP on the target model, or on an `mtp-*.gguf` beside it
     eagle3  a one-layer head on three target layers' inputs, encoded by its `fc`; its own GGUF
-    dflash  a block drafter whose KV cache holds the target's layer inputs, fused (dspark: with a Markov head)
+    dflash  a block drafter whose KV cache holds the target's layer inputs, fused; dspark: with a Markov head (its
+            drafts report under the dflash origin)
 
 llama.cpp's reference loop feeds each head every target batch as it is decoded (`process`). Here the target context
 calls a `Tap` after each decode instead, which only copies the rows the head will read, by position; the head
@@ -378,8 +379,6 @@ def _open_file_head(kind: str, p: Path, model: Model, target: Context, n_batch: 
         ctx = _head_context(model.ptr, target, mtp=True, n_batch=n_batch)
         info = HeadInfo("mtp", p, ctx.n_embd, n_embd_t, ctx.n_vocab, n_heads=n_heads)
         return _attach(info, target, ctx, model, [("nextn",)], lib.llama_model_n_embd_out(target.model.ptr))
-    if kind == "dspark":
-        raise HeadError(f"{p.name}: DSpark drafters (a Markov head on DFlash) are not supported yet")
     if tarch not in LAYER_INPUT_ARCHS:
         raise HeadError(f"{kind} heads read target layer inputs, which llama.cpp's {tarch} graph does not expose")
     ids_n = staging.fn("llama_model_target_layer_ids_n")(model.ptr)

@@ -69,7 +69,8 @@ NEEDS = {
     "eagle3": ("llama_set_embeddings_nextn", "llama_get_embeddings_nextn", "llama_get_embeddings_nextn_ith",
                "llama_set_embeddings_layer_inp", "llama_get_embeddings_layer_inp", "llama_model_target_layer_ids",
                "llama_model_target_layer_ids_n"),
-    "dflash": ("llama_set_embeddings_nextn", "llama_set_embeddings_layer_inp", "llama_get_embeddings_layer_inp",
+    "dflash": ("llama_set_embeddings_nextn", "llama_get_embeddings_nextn", "llama_set_embeddings_layer_inp",
+               "llama_get_embeddings_layer_inp",
                "llama_model_target_layer_ids", "llama_model_target_layer_ids_n",
                "llama_model_dflash_selector_top_k"),
 }

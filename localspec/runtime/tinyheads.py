@@ -227,9 +227,11 @@ def write_eagle3(path, target, layers=(0, 1, 2), *, seed: int = 1, follow: float
 
 
 def write_dflash(path, target, layers=(0, 1), *, seed: int = 2, block_size: int = 4, n_layer: int = 2,
-                 mask_token: int = UNK) -> Path:
+                 mask_token: int = UNK, dspark: bool = False, rank: int = 16) -> Path:
     """A DFlash block drafter for `target`, reading its `layers`' inputs (ids below the layer count: llama.cpp's graphs keep no input past the last layer), with plain random weights; trained block size `block_size` (drafts block_size - 1 tokens), the mask
-    token `mask_token` of the target's vocabulary. Embeddings and output layer borrowed from the target."""
+    token `mask_token` of the target's vocabulary. Embeddings and output layer borrowed from the target. `dspark`:
+    with DSpark's Markov head (rank `rank`, conditioning each position on the token before it) and its confidence
+    head, anchor-first blocks."""
     rng = np.random.default_rng(seed)
     tokens, scores, types = _vocab("a")
     _, n_embd_t, _ = _target_info(target)
@@ -257,5 +259,9 @@ def write_dflash(path, target, layers=(0, 1), *, seed: int = 2, block_size: int 
                   p + "attn_q_norm.weight": np.ones(hd, np.float32), p + "attn_k_norm.weight": np.ones(hd, np.float32),
                   p + "ffn_gate.weight": _rand(rng, (N_FF, n_embd)), p + "ffn_up.weight": _rand(rng, (N_FF, n_embd)),
                   p + "ffn_down.weight": _rand(rng, (n_embd, N_FF))})
+    if dspark:
+        n_vocab = len(tokens)
+        t.update({"markov_w1.weight": _rand(rng, (n_vocab, rank), 4.0), "markov_w2.weight": _rand(rng, (n_vocab, rank)),
+                  "conf_proj.weight": _rand(rng, (1, n_embd + rank)), "conf_proj.bias": np.zeros(1, np.float32)})
     _write(w, t)
     return Path(path)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from localspec.runtime.heads import LoadedHead
 
 KEEP_BEHIND = 512  # rows kept behind the head's position: a target may roll back a little further than a draft
-Choose = Callable[[np.ndarray], Optional[int]]
+Choose = Callable[..., Optional[int]]  # (logits, p_min=True) -> the drafted token, or None to stop
 MAX_PREFIX = 16  # tokens drafted before the head was asked that it reads one decode each (forced JSON structure)
 TOP_K = 10  # llama.cpp's draft sampler: top-k 10, and p is the winner's share of those ten (its --spec-draft-p-min)
 
@@ -126,12 +126,12 @@ class HeadDrafter(Drafter):
         cons = req.constraint
         consumed = 0
 
-        def choose(logits: np.ndarray) -> int | None:
+        def choose(logits: np.ndarray, p_min: bool = True) -> int | None:
             nonlocal consumed
             if len(draft) >= limit:
                 return None
             tok = constrained_argmax(logits, cons)
-            if self.p_min > 0 and top_k_prob(logits, tok) < self.p_min:
+            if p_min and self.p_min > 0 and top_k_prob(logits, tok) < self.p_min:
                 return None  # llama.cpp's p_min: only confident tokens
             if cons is not None:
                 if not cons.consume(tok):

@@ -12,7 +12,8 @@ from localspec.speculative.heads.mtp import MTPDrafter
 if TYPE_CHECKING:
     from localspec.runtime.heads import LoadedHead
 
-DRIVERS: dict[str, type[HeadDrafter]] = {"mtp": MTPDrafter, "eagle3": Eagle3Drafter, "dflash": DFlashDrafter}
+DRIVERS: dict[str, type[HeadDrafter]] = {"mtp": MTPDrafter, "eagle3": Eagle3Drafter, "dflash": DFlashDrafter,
+                                          "dspark": DFlashDrafter}
 
 
 def head_drafter(head: LoadedHead, *, max_len: int, p_min: float) -> HeadDrafter:

@@ -68,11 +68,12 @@ CASES = {  # name: (target, head file or None for the target's own MTP layers)
     "mtp-file": ("qwen35_plain", "mtp_only"),
     "eagle3": ("llama", "eagle3"),
     "dflash": ("llama", "dflash"),
+    "dspark": ("llama", "dspark"),
     "eagle3-hybrid-target": ("qwen35", "eagle3_q35"),
     "dflash-hybrid-target": ("qwen35", "dflash_q35"),
 }
-KINDS = {"mtp": "mtp", "mtp-chained": "mtp", "mtp-file": "mtp", "eagle3": "eagle3", "dflash": "dflash", "eagle3-hybrid-target": "eagle3",
-         "dflash-hybrid-target": "dflash"}
+KINDS = {"mtp": "mtp", "mtp-chained": "mtp", "mtp-file": "mtp", "eagle3": "eagle3", "dflash": "dflash",
+         "dspark": "dspark", "eagle3-hybrid-target": "eagle3", "dflash-hybrid-target": "dflash"}
 
 
 def _paths(head_files, case):
@@ -95,7 +96,7 @@ def test_greedy_output_is_the_targets_own(head_files, case, draft_max):
         assert got.stats.drafters[origin].drafted > 0  # the head drafted ...
         # ... never more than it was allowed: draft_max, one token per NextN block for chained heads (2 in the tiny
         # step35), a block less its anchor for DFlash (3 in the tiny drafter)
-        cap = {"mtp-chained": 2, "dflash": 3, "dflash-hybrid-target": 3}.get(case, draft_max)
+        cap = {"mtp-chained": 2, "dflash": 3, "dflash-hybrid-target": 3, "dspark": 4}.get(case, draft_max)
         assert max(d for d, _, _ in engine.steps) == min(draft_max, cap)
         assert set(got.origins) <= {"target", origin}
     finally:

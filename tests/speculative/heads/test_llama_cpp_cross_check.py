@@ -44,22 +44,28 @@ def spec_simple() -> Path:
     return path
 
 
-def llama_cpp(target: Path, head: Path | None, spec_type: str, prompt: str, n_max: int) -> dict:
+def llama_cpp(target: Path, head: Path | None, spec_type: str, prompt: str, n_max: int, p_min: float) -> dict:
     """Run llama.cpp's reference loop; its drafts (each a list of tokens), accepted counts and totals."""
     cmd = [str(spec_simple()), "-m", str(target), *(["-md", str(head)] if head else []), "--spec-type", spec_type,
            "-p", prompt, "-n", str(N_PREDICT), "--temp", "0", "--top-k", "1", "--spec-draft-n-max", str(n_max),
-           "--spec-draft-p-min", "0", "-c", "512", "-b", "512", "-ub", "512", "-t", "1", "-lv", "4", "--seed", "0"]
+           "--spec-draft-p-min", str(p_min), "-c", "512", "-b", "512", "-ub", "512", "-t", "1", "-lv", "4", "--seed", "0"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-3000:]
-    drafts: list[list[int]] = []
+    groups: list[list[int]] = []  # each draft call's best candidates, position by position
     for line in log.splitlines():
         m = CANDIDATE.search(line)
         if m:
             if int(m.group(1)) == 0:
-                drafts.append([])
-            drafts[-1].append(int(m.group(2)))
-    accepted = [int(m.group(1)) for m in ACCEPTED.finditer(log)]
+                groups.append([])
+            groups[-1].append(int(m.group(2)))
+    # Each step's "accepted a/n": n is the draft's length (a candidate under p_min is logged, not drafted). DSpark's
+    # confidence cut comes before its logging: a draft cut at its first position logs nothing.
+    drafts, accepted, it = [], [], iter(groups)
+    for m in ACCEPTED.finditer(log):
+        a, n = int(m.group(1)), int(m.group(2))
+        drafts.append([] if n == 0 and spec_type == "draft-dspark" else next(it)[:n])
+        accepted.append(a)
     totals = {k: int(v) for k, v in TOTALS.findall(log)}
     return {"drafts": drafts, "accepted": accepted, "totals": totals, "log": log}
 
@@ -72,11 +78,12 @@ class Steps(SpecEngine):
         super()._record(draft, accepted, stats)
 
 
-def localspec(target: Path, head: Path | None, n_max: int) -> tuple[list[int], list[tuple[list[int], int]]]:
+def localspec(target: Path, head: Path | None, n_max: int, p_min: float
+              ) -> tuple[list[int], list[tuple[list[int], int]]]:
     """The head driver alone as the engine's drafter (the port, without the hybrid's pricing and cuts)."""
     pair = load_pair(target, head, ctx=ContextSettings(n_ctx=512, n_batch=512, n_threads=1), heads=True)
     try:
-        engine = Steps(pair.target_ctx, head_drafter(pair.head, max_len=n_max, p_min=0.0), calibrate=False)
+        engine = Steps(pair.target_ctx, head_drafter(pair.head, max_len=n_max, p_min=p_min), calibrate=False)
         engine.steps = []
         prompt = pair.target.tokenize(PROMPT)
         out = engine.generate(prompt, GenParams(max_tokens=N_PREDICT)).tokens
@@ -90,21 +97,25 @@ def localspec(target: Path, head: Path | None, n_max: int) -> tuple[list[int], l
 
 CASES = {  # case: (target, head file, llama.cpp's --spec-type)
     "mtp": ("qwen35", None, "draft-mtp"),
+    "mtp-chained": ("step35", None, "draft-mtp"),
     "mtp-file": ("qwen35_plain", "mtp_only", "draft-mtp"),
     "eagle3": ("llama", "eagle3", "draft-eagle3"),
     "eagle3-hybrid-target": ("qwen35", "eagle3_q35", "draft-eagle3"),
     "dflash": ("llama", "dflash", "draft-dflash"),
+    "dspark": ("llama", "dspark", "draft-dspark"),
 }
 
 
-@pytest.mark.parametrize("n_max", [1, 3])
+@pytest.mark.parametrize("n_max, p_min", [(1, 0.0), (3, 0.0), (3, 0.5)])
 @pytest.mark.parametrize("case", list(CASES))
-def test_same_drafts_and_acceptance_as_llama_cpp(head_files, case, n_max):
+def test_same_drafts_and_acceptance_as_llama_cpp(head_files, case, n_max, p_min):
+    """p_min 0.5: the draft stops where llama.cpp's does (the winner's share of the top 10; DSpark: its confidence
+    head)."""
     target_name, head_name, spec_type = CASES[case]
     target = getattr(head_files, target_name)
     head = getattr(head_files, head_name) if head_name else None
-    out, steps = localspec(target, head, n_max)
-    ref = llama_cpp(target, head, spec_type, PROMPT + _piece(target, out[0]), n_max)
+    out, steps = localspec(target, head, n_max, p_min)
+    ref = llama_cpp(target, head, spec_type, PROMPT + _piece(target, out[0]), n_max, p_min)
     # Compare the steps both made with room for a whole draft (their last steps are cut by their token limits,
     # which count differently).
     k = min(len(ref["drafts"]), len(steps)) - 2
@@ -112,7 +123,7 @@ def test_same_drafts_and_acceptance_as_llama_cpp(head_files, case, n_max):
     ours = [(d, a) for d, a in steps[:k]]
     theirs = list(zip(ref["drafts"][:k], ref["accepted"][:k]))
     assert ours == theirs
-    assert sum(a for _, a in ours) > 0 or case.startswith("dflash")  # heads that follow the target were right
+    assert sum(a for _, a in ours) > 0 or case in ("dflash", "dspark") or p_min  # heads that follow the target
     assert ref["totals"]["n_drafted"] >= sum(len(d) for d, _ in ours)
 
 
