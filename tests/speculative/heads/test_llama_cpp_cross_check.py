@@ -47,11 +47,16 @@ def spec_simple() -> Path:
 def llama_cpp(target: Path, head: Path | None, spec_type: str, prompt: str, n_max: int, p_min: float) -> dict:
     """Run llama.cpp's reference loop; its drafts (each a list of tokens), accepted counts and totals."""
     cmd = [str(spec_simple()), "-m", str(target), *(["-md", str(head)] if head else []), "--spec-type", spec_type,
-           "-p", prompt, "-n", str(N_PREDICT), "--temp", "0", "--top-k", "1", "--spec-draft-n-max", str(n_max),
-           "--spec-draft-p-min", str(p_min), "-c", "512", "-b", "512", "-ub", "512", "-t", "1", "-lv", "4", "--seed", "0"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-3000:]
+           "-p", prompt, "-n", str(N_PREDICT - 1), "--temp", "0", "--top-k", "1", "--spec-draft-n-max", str(n_max),
+           "--spec-draft-p-min", str(p_min), "-c", "512", "-b", "512", "-ub", "512", "-t", "1", "-v", "--seed", "0"]  # -v: the debug lines
+    # llama.cpp's logger writes from a thread it never joins: now and then a run's last lines are lost at exit
+    # (common/log.cpp says so), so a run without its closing totals is made again (the loop is deterministic).
+    for _ in range(5):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        log = proc.stdout + proc.stderr
+        assert proc.returncode == 0, log[-3000:]
+        if "n_accept" in log:
+            break
     groups: list[list[int]] = []  # each draft call's best candidates, position by position
     for line in log.splitlines():
         m = CANDIDATE.search(line)
@@ -116,15 +121,19 @@ def test_same_drafts_and_acceptance_as_llama_cpp(head_files, case, n_max, p_min)
     head = getattr(head_files, head_name) if head_name else None
     out, steps = localspec(target, head, n_max, p_min)
     ref = llama_cpp(target, head, spec_type, PROMPT + _piece(target, out[0]), n_max, p_min)
-    # Compare the steps both made with room for a whole draft (their last steps are cut by their token limits,
-    # which count differently).
-    k = min(len(ref["drafts"]), len(steps)) - 2
+    # llama.cpp's prompt holds localspec's first token: it predicts one token fewer, so both have the same room at
+    # each step. The very last step may still differ (llama.cpp stops after passing its limit, localspec at it).
+    k = min(len(ref["drafts"]), len(steps)) - 1
     assert k >= 8, ref["log"][-2000:]
     ours = [(d, a) for d, a in steps[:k]]
     theirs = list(zip(ref["drafts"][:k], ref["accepted"][:k]))
     assert ours == theirs
+    # One line per case with `pytest -s` (benchmarks/README.md quotes them).
+    print(f"\n{case:22} n_max {n_max} p_min {p_min}: {k} steps identical, drafted {sum(len(d) for d, _ in ours)}, "
+          f"accepted {sum(a for _, a in ours)}; llama.cpp's totals n_drafted {ref['totals']['drafted']}, "
+          f"n_accept {ref['totals']['accept']}")
     assert sum(a for _, a in ours) > 0 or case in ("dflash", "dspark") or p_min  # heads that follow the target
-    assert ref["totals"]["n_drafted"] >= sum(len(d) for d, _ in ours)
+    assert ref["totals"]["drafted"] >= sum(len(d) for d, _ in ours)  # its n_drafted: every step it made
 
 
 def _piece(target: Path, token: int) -> str:
