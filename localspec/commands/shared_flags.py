@@ -41,6 +41,8 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
         add("--draft", dest="draft", metavar="PATH",
             help="draft GGUF with the target's vocabulary, or a draft head for the target (EAGLE-3, DFlash, "
                  "mtp-*.gguf): told apart by the file")
+        add("--head", dest="head", metavar="PATH",
+            help="a draft head for the target (EAGLE-3, DFlash, mtp-*.gguf), beside a --draft model or alone")
         add("--offline", dest="offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
     add("--no-draft", dest="no_draft", action="store_true",
         help="target-only decoding: no draft model and no other drafter")

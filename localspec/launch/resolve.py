@@ -62,6 +62,17 @@ def resolve_selection(pair: str | None = None, target: str | Path | None = None,
                      head=Path(head.path) if head else None)
 
 
+def check_head(path: str | Path) -> Path:
+    """A head file for --head: a GGUF that is a draft head (EAGLE-3, DFlash, MTP layers alone), else one line."""
+    from localspec.runtime.head_files import is_head_file
+
+    p = check_gguf(path)
+    if not is_head_file(p):
+        raise ModelFileError(f"{p.name} is not a draft head (an EAGLE-3 or DFlash file, or an mtp-*.gguf): give a "
+                             "draft model with --draft")
+    return p
+
+
 def resolve_models(pair: str | None, target: str | Path | None, draft: str | Path | None,
                    offline: bool) -> tuple[Path, Path | None]:
     """(target_path, draft_path or None) for a command that needs a model; see resolve_selection."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from localspec.errors import ConfigError
 from localspec.launch.flags import RunFlags
-from localspec.launch.resolve import resolve_selection
+from localspec.launch.resolve import check_head, resolve_selection
 from localspec.models.selection import Selection
 from localspec.runtime.context import ContextSettings, default_threads
 from localspec.runtime.model import ModelSettings
@@ -59,6 +59,8 @@ def select(flags: RunFlags, settings: Settings) -> Selection:
     if flags.target and flags.pair:
         raise ConfigError("give --pair or --target, not both")
     sel = resolve_selection(flags.pair, flags.target, flags.draft, offline=flags.offline, settings=settings)
+    if flags.head:
+        sel = replace(sel, head=check_head(flags.head))
     return replace(sel, draft=None) if flags.no_draft else sel
 
 

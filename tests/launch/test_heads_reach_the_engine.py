@@ -110,3 +110,20 @@ def test_run_json_says_which_head_drafts_and_what_its_step_costs(head_files, hom
     assert head["step_s"] > 0
     _main(["run", "read the file", "--target", str(head_files.llama), "--max-tokens", "8", "--json"])
     assert json.loads(capsys.readouterr().out)["head"] is None
+
+
+def test_head_beside_a_draft_model(head_files, tiny_draft, tmp_path, home, monkeypatch, capsys):
+    """--head names a head file whatever --draft names: the hybrid then has both, the head asked first."""
+    built = Built(monkeypatch)
+    _front_end("run", ["--target", str(head_files.llama), "--draft", str(tiny_draft), "--head",
+                       str(head_files.eagle3)], tmp_path, monkeypatch)
+    capsys.readouterr()
+    assert built.engines[-1][:3] == (["eagle3"], "eagle3", True)
+
+
+def test_head_flag_refuses_a_model_file(head_files, home, capsys):
+    from localspec.cli import main
+
+    assert main(["run", "hi", "--target", str(head_files.llama), "--head", str(head_files.qwen35), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert "qwen35.gguf is not a draft head" in err and len(err.strip().splitlines()) == 1
