@@ -114,6 +114,8 @@ def head_kind(head: GGUFHeader) -> str | None:
     arch = head.arch
     if arch == "eagle3":
         return "eagle3"
+    if arch == "gemma4-assistant":
+        return "mtp"  # Gemma 4's assistant: MTP sharing the target's KV cache (refused at load, runtime/heads.py)
     if arch == "dflash":
         return "dspark" if "markov_w1.weight" in head.tensors else "dflash"
     n = head.keys.get(f"{arch}.block_count")
@@ -141,4 +143,4 @@ def is_head_file(path: str | os.PathLike) -> bool:
     a model around them (a model that has MTP layers is still a model, and drafts as one)."""
     head = read_header(path)
     kind = head_kind(head)
-    return kind is not None and (kind != "mtp" or mtp_only(head))
+    return kind is not None and (kind != "mtp" or mtp_only(head) or head.arch == "gemma4-assistant")

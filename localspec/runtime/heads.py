@@ -34,7 +34,7 @@ import numpy as np
 from localspec.errors import LocalspecError
 from localspec.runtime import staging
 from localspec.runtime.context import Context
-from localspec.runtime.head_files import file_head_kind
+from localspec.runtime.head_files import head_kind, read_header
 from localspec.runtime.llama import lib
 from localspec.runtime.model import Model, ModelSettings
 from localspec.runtime.params import set_fields
@@ -354,9 +354,12 @@ def open_head(target: Context, path: str | Path | None = None, *, settings: Mode
         info = HeadInfo("mtp", tmodel.path, ctx.n_embd, n_embd_t, ctx.n_vocab, n_heads=n_heads)
         return _attach(info, target, ctx, None, [("nextn",)], lib.llama_model_n_embd_out(tmodel.ptr))
     p = Path(path)
-    kind = file_head_kind(p)
+    header = read_header(p)
+    kind = head_kind(header)
     if kind is None:
         raise HeadError(f"{p.name} is not a draft head (no eagle3/dflash architecture, no MTP layers)")
+    if header.arch == "gemma4-assistant":
+        raise HeadError(f"{p.name}: Gemma 4 assistant heads (MTP sharing the target's KV cache) are not supported yet")
     _check_build(kind)
     model = Model(p, ModelSettings(n_gpu_layers=settings.n_gpu_layers, device=settings.device,
                                    use_mmap=settings.use_mmap, load_mtp=kind == "mtp"))

@@ -198,6 +198,19 @@ def test_head_errors_are_one_line(head_files, tmp_path):
         with pytest.raises(HeadError, match=r"target layers \[0, 1, 5\] do not fit"):
             open_head(ctx, far)
         assert ctx.tap is None
+        # Gemma 4's assistant shares the target's KV cache, a mode the port does not have: said, not run.
+        import gguf
+
+        w = gguf.GGUFWriter(str(tmp_path / "assistant.gguf"), "gemma4-assistant")
+        w.add_block_count(1)
+        w.add_tensor("blk.0.attn_norm.weight", np.ones(8, np.float32))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        assert is_head_file(tmp_path / "assistant.gguf")
+        with pytest.raises(HeadError, match="Gemma 4 assistant heads .* are not supported yet"):
+            open_head(ctx, tmp_path / "assistant.gguf")
         head = open_head(ctx, head_files.eagle3)
         with pytest.raises(HeadError, match="one head per target"):
             open_head(ctx, head_files.dflash)
