@@ -27,3 +27,14 @@ def run_localspec(*args, timeout: float = 60) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "localspec", *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def one_call_suite(folder: Path) -> Path:
+    """A bench suite of one case (a greeting and one tool without arguments): enough for a front end to build and run
+    its engines (tests/launch/)."""
+    import json
+
+    suite = folder / "suite.jsonl"
+    suite.write_text(json.dumps({"id": "c", "messages": [{"role": "user", "content": "hi"}], "tools": [
+        {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]}) + "\n")
+    return suite

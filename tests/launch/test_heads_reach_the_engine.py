@@ -12,6 +12,7 @@ import pytest
 
 from localspec.speculative import builder
 from localspec.speculative.policy.hybrid import HybridDrafter
+from tests.cli_helpers import one_call_suite
 
 
 class Built:
@@ -58,10 +59,7 @@ def _front_end(name: str, model_args: list[str], tmp_path: Path, monkeypatch) ->
         session.load(session.initial_selection())
         session.shutdown()
     elif name == "bench":
-        suite = tmp_path / "suite.jsonl"
-        suite.write_text(json.dumps({"id": "c", "messages": [{"role": "user", "content": "hi"}], "tools": [
-            {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]})
-            + "\n")
+        suite = one_call_suite(tmp_path)
         _main(["bench", str(suite), *model_args, "--configs", "baseline,head", "--max-tokens", "4", "--json"])
 
 
