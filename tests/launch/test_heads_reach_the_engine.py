@@ -66,9 +66,9 @@ def _front_end(name: str, model_args: list[str], tmp_path: Path, monkeypatch) ->
 FRONT_ENDS = ("run", "tools", "serve", "app", "bench")
 
 
-@pytest.mark.parametrize("front_end", [pytest.param(f, marks=() if f == "run" else pytest.mark.slow)
-                                       for f in FRONT_ENDS])
-@pytest.mark.parametrize("case", ["mtp", "no-mtp", "eagle3-file", "mtp-file"])
+@pytest.mark.parametrize("front_end, case", [
+    pytest.param(f, c, marks=() if (f, c) in {("run", "mtp"), ("run", "no-mtp")} else pytest.mark.slow)
+    for f in FRONT_ENDS for c in ("mtp", "no-mtp", "eagle3-file", "mtp-file")])
 def test_a_head_reaches_the_engine(front_end, case, head_files, tmp_path, home, monkeypatch, capsys):
     args = {"mtp": ["--target", head_files.qwen35],
             "no-mtp": ["--target", head_files.qwen35, "--no-mtp"],
