@@ -3,6 +3,12 @@ once per version and set of build flags, into a cache folder that outlives the c
 
     python scripts/llama_server.py            # build if needed, print the path
     python scripts/llama_server.py --path     # print where it would be; exit 1 when it is not built yet
+    python scripts/llama_server.py --tool llama-speculative-simple     # another of llama.cpp's programs
+
+`--tool llama-speculative-simple` builds llama.cpp's minimal speculative-decoding loop (examples/, so with
+LLAMA_BUILD_EXAMPLES on, a cache key of its own), which the draft-head tests run on the same tiny files as localspec's
+port of its heads to compare the drafted tokens (tests/speculative/heads/test_llama_cpp_cross_check.py): about 5
+minutes on 2 cores, once per llama-cpp-python version (LOCALSPEC_SPEC_SIMPLE points the tests at it).
 
 Why: the remote backend (`--backend openai`) is tested against a real llama-server (tests/remote/test_llama_server.py),
 and its build takes minutes on a small CPU: CI builds it once and reuses it (keyed by the llama-cpp-python version
@@ -31,6 +37,15 @@ BUILD_FLAGS = CPU_FLAGS + ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OF
                            "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
                            "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_CCACHE=OFF", "-DGGML_OPENMP=OFF")
 PACKAGE = "llama-cpp-python"
+SERVER = "llama-server"
+TOOLS = (SERVER, "llama-speculative-simple")
+
+
+def build_flags(tool: str = SERVER) -> tuple[str, ...]:
+    """The server's flags; an example program needs the examples built (the server's cache key stays as it was)."""
+    if tool == SERVER:
+        return BUILD_FLAGS
+    return tuple("-DLLAMA_BUILD_EXAMPLES=ON" if f == "-DLLAMA_BUILD_EXAMPLES=OFF" else f for f in BUILD_FLAGS)
 
 
 def cache_root() -> Path:
@@ -45,10 +60,10 @@ def version() -> str:
     return metadata.version(PACKAGE)
 
 
-def binary_path(ver: str | None = None) -> Path:
+def binary_path(ver: str | None = None, tool: str = SERVER) -> Path:
     ver = ver or version()
-    key = hashlib.sha256(" ".join(BUILD_FLAGS).encode()).hexdigest()[:10]
-    return cache_root() / f"llama-server-{ver}-{key}" / "llama-server"
+    key = hashlib.sha256(" ".join(build_flags(tool)).encode()).hexdigest()[:10]
+    return cache_root() / f"{tool}-{ver}-{key}" / tool
 
 
 def _run(cmd: list[str], log, cwd: Path | None = None) -> None:
@@ -68,8 +83,8 @@ def _sdist(ver: str, into: Path, log) -> Path:
     return found[0]
 
 
-def build(ver: str, log) -> Path:
-    out = binary_path(ver)
+def build(ver: str, log, tool: str = SERVER) -> Path:
+    out = binary_path(ver, tool)
     work = cache_root() / "work"
     work.mkdir(parents=True, exist_ok=True)
     tarball = _sdist(ver, work, log)
@@ -79,13 +94,12 @@ def build(ver: str, log) -> Path:
             tar.extractall(work, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(work)
     llama = src / "vendor" / "llama.cpp"
     build_dir = work / f"build-{out.parent.name}"
-    _run(["cmake", "-S", str(llama), "-B", str(build_dir), *BUILD_FLAGS], log)
+    _run(["cmake", "-S", str(llama), "-B", str(build_dir), *build_flags(tool)], log)
     jobs = str(os.cpu_count() or 2)
-    _run(["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", jobs], log)
-    built = next((p for p in (build_dir / "bin" / "llama-server", build_dir / "tools" / "server" / "llama-server")
-                  if p.is_file()), None)
+    _run(["cmake", "--build", str(build_dir), "--target", tool, "-j", jobs], log)
+    built = next((p for p in (build_dir / "bin" / tool, build_dir / "tools" / "server" / tool) if p.is_file()), None)
     if built is None:
-        raise SystemExit(f"error: the build finished without a llama-server binary in {build_dir}")
+        raise SystemExit(f"error: the build finished without a {tool} binary in {build_dir}")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     shutil.copy2(built, tmp)
@@ -98,16 +112,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--path", action="store_true", help="print where the binary is; exit 1 if it is not built")
     p.add_argument("--log", metavar="FILE", help="build output to FILE (default: stderr)")
+    p.add_argument("--tool", choices=TOOLS, default=SERVER, help="which program (default: llama-server)")
     args = p.parse_args(argv)
     ver = version()
-    out = binary_path(ver)
+    out = binary_path(ver, args.tool)
     if out.is_file() or args.path:
         print(out)
         return 0 if out.is_file() else 1
     log = open(args.log, "a") if args.log else sys.stderr
     try:
-        print(f"building llama-server {ver} into {out.parent} (several minutes)", file=sys.stderr, flush=True)
-        print(build(ver, log))
+        print(f"building {args.tool} {ver} into {out.parent} (several minutes)", file=sys.stderr, flush=True)
+        print(build(ver, log, args.tool))
     finally:
         if args.log:
             log.close()

@@ -42,3 +42,14 @@ def _scratch_home() -> str:
         _SCRATCH.append(tempfile.mkdtemp(prefix="localspec-test-home-"))
         atexit.register(shutil.rmtree, _SCRATCH[0], ignore_errors=True)
     return _SCRATCH[0]
+
+
+def one_call_suite(folder: Path) -> Path:
+    """A bench suite of one case (a greeting and one tool without arguments): enough for a front end to build and run
+    its engines (tests/launch/)."""
+    import json
+
+    suite = folder / "suite.jsonl"
+    suite.write_text(json.dumps({"id": "c", "messages": [{"role": "user", "content": "hi"}], "tools": [
+        {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]}) + "\n")
+    return suite

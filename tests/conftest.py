@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 # Fixtures shared across files live in these helper modules (and below); no test file imports a fixture.
-pytest_plugins = ["tests.hub_server", "tests.serve_helpers", "tests.tui_helpers"]
+pytest_plugins = ["tests.hub_server", "tests.serve_helpers", "tests.tui_helpers", "tests.head_helpers"]
 
 CACHE = Path(os.environ.get("LOCALSPEC_TEST_CACHE", Path(__file__).parent / ".cache"))
 

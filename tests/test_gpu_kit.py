@@ -84,3 +84,34 @@ def test_summary_puts_each_figure_beside_its_bar(tmp_path):
     empty.mkdir()
     out = subprocess.run([sys.executable, str(KIT / "summary.py"), str(empty)], capture_output=True, text=True)
     assert out.returncode == 0 and json.loads(out.stdout) == {}
+
+
+@pytest.mark.slow  # five model files written and priced in subprocesses
+def test_mkheads_and_head_cost_price_each_head_and_fill_the_profile(tmp_path, tiny_target):
+    """The kit's head step on small widths (--shrink: the real files are 4-5 GB; the tiny model's vocabulary): every
+    file loads as the head it is, head_cost.py prices its step against its target's, and the profile it writes is one
+    speculative/profile.py prices heads with."""
+    from localspec.speculative.profile import CostProfile
+
+    out = tmp_path / "heads"
+    proc = subprocess.run([sys.executable, str(KIT / "mkheads.py"), str(out), "--vocab-qwen35", str(tiny_target),
+                           "--vocab-qwen3", str(tiny_target), "--layers-9b", "4", "--layers-8b", "6", "--shrink", "16"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 MTP block" in proc.stdout and "draft vocab" in proc.stdout and "block 16" in proc.stdout
+    profile = tmp_path / "profile.json"
+    profile.write_text((KIT / "h200-8b-q4_0+0.5b-q8_0.json").read_text())
+    for kind, target, head in (("mtp", "qwen35-9b", None), ("eagle3", "qwen3-8b", "qwen3-8b-eagle3"),
+                               ("dflash", "qwen3-8b", "qwen3-8b-dflash")):
+        cmd = [sys.executable, str(KIT / "head_cost.py"), "--target", str(out / f"{target}.gguf"), "--threads", "1",
+               "--steps", "3", "--json", "--profile", str(profile), "--write-profile", str(profile)]
+        proc = subprocess.run(cmd + (["--head", str(out / f"{head}.gguf")] if head else []), capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        m = json.loads(proc.stdout)
+        assert m["head"]["kind"] == kind and m["ratio"] > 0 and m["target"]["step_s"] > 0
+        assert set(m["head"]["feed_s"]) == {"1", "2", "4", "8", "16"}
+    prof = CostProfile.load(profile)
+    assert set(prof.heads) == {"mtp", "eagle3", "dflash"}
+    assert 0 < prof.head_step_s("eagle3") and prof.head_step_s("dflash") < json.loads(profile.read_text())[
+        "heads"]["dflash"]["step_s"]  # a DFlash token: its block's price over the tokens it drafts

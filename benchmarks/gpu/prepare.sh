@@ -2,7 +2,8 @@
 # Run on the development machine (with network), from the project root: fills .gpu/ (git-ignored) with what a GPU
 # machine without network cannot download:
 #   .gpu/llama-src.tgz   llama.cpp's source, as vendored in the llama-cpp-python sdist (CUDA backend kept, other
-#                        GPU backends dropped to stay small), plus its Qwen2 vocab-only GGUF for mkrand.py
+#                        GPU backends dropped to stay small), plus its Qwen2 and Qwen3.5 vocab-only GGUFs for
+#                        mkrand.py and mkheads.py
 #   .gpu/lcp/llama_cpp/  llama-cpp-python's Python package (its ctypes bindings; run.sh adds the CUDA libraries)
 #   .gpu/whl/            the project's runtime dependencies as wheels for the GPU machine's Python (PYVER, 3.12)
 # About 30 MB: bring it along (the device tool: carry [".gpu"]) and run `bash benchmarks/gpu/run.sh` there.
@@ -20,7 +21,8 @@ x=(); for b in sycl vulkan opencl hexagon metal et cann webgpu zdnn openvino; do
 (cd "$S/vendor" && tar czf - "${x[@]}" --exclude='llama.cpp/tools/ui' --exclude='llama.cpp/tools/mtmd/legacy-models' \
   llama.cpp/CMakeLists.txt llama.cpp/cmake llama.cpp/ggml llama.cpp/src llama.cpp/include llama.cpp/common \
   llama.cpp/vendor llama.cpp/tools llama.cpp/examples llama.cpp/pocs llama.cpp/app llama.cpp/licenses llama.cpp/LICENSE \
-  llama.cpp/models/ggml-vocab-qwen2.gguf llama.cpp/models/templates) > .gpu/llama-src.tgz
+  llama.cpp/models/ggml-vocab-qwen2.gguf llama.cpp/models/ggml-vocab-qwen35.gguf llama.cpp/models/templates) \
+  > .gpu/llama-src.tgz
 # Runtime dependencies from pyproject.toml, but not llama-cpp-python (built there), numpy (the GPU machine has it:
 # a second copy would be a second OpenBLAS) or tomli (Python < 3.11 only).
 deps=$(python3 - <<'PY'

@@ -13,11 +13,15 @@
 #   bench    llama-bench's cost curve (-p 1..64 -n 64, and -embd 1 for logits rows) -> profile.json (profile.py)
 #   verify   localspec's own passes of k rows against llama-bench's pp k; the draft model's price at load against
 #            llama-bench's step (verify_cost.py)
+#   heads    random-weight Qwen3.5-9B with its MTP block, Qwen3-8B with an EAGLE-3 head and a DFlash drafter, in their
+#            real shapes (mkheads.py); each head's step priced against its target's (head_cost.py: llama-bench cannot
+#            run a head), added to profile.json's "heads" (heads.json: the figures)
 #   runs     `localspec run`: target only (against llama-bench tg) and default drafting with the 0.5B draft
 #   suites   `localspec bench` on SUITES with --cost-profile profile.json (the projection checked against this GPU's
 #            own speedups) and the oracle ceiling (benchmarks/oracle_ceiling.py)
-# Everything lands in $OUT: log.txt, doctor.json, llama_bench.jsonl, profile.json, verify_cost.json, run_*.json,
-# bench_*.json, oracle_*.json and summary.json (the figures issue 25 asks for, side by side).
+# Everything lands in $OUT: log.txt, doctor.json, llama_bench.jsonl, profile.json, verify_cost.json, heads.json,
+# profile_heads.json, run_*.json, bench_*.json, oracle_*.json and summary.json (the figures issue 25 asks for, side
+# by side; issue 35's head prices).
 #
 # Settings (environment): LIMIT=570 (seconds), SUITES (default: benchmarks/multiturn.jsonl), SUITE_LIMIT=6 (cases),
 # ARCH (CUDA architecture; default: the GPU's compute capability).
@@ -102,6 +106,26 @@ PROFILE=$OUT/profile.json
 
 fits 60 verify && { timeout 90 python3 "$K/verify_cost.py" --target $M/t8.gguf --draft $M/d05.gguf --profile "$PROFILE" \
   --json > "$OUT/verify_cost.json"; el "verify_cost rc=$?"; }
+
+if fits 150 heads; then
+  H=$M/heads; V=$B/llama.cpp/models
+  if [ "${SMALL:-0}" = 1 ]; then HL="--layers-9b 4 --layers-8b 6"; else HL=""; fi
+  timeout 240 python3 "$K/mkheads.py" $H --vocab-qwen35 $V/ggml-vocab-qwen35.gguf --vocab-qwen3 $V/ggml-vocab-qwen2.gguf $HL \
+    && el "head models written"
+  if [ -f "$PROFILE" ]; then cp "$PROFILE" "$OUT/profile_heads.json"; else echo '{}' > "$OUT/profile_heads.json"; fi
+  echo "{" > "$OUT/heads.json"; sep=""
+  for spec in "mtp:$H/qwen35-9b.gguf:" "eagle3:$H/qwen3-8b.gguf:$H/qwen3-8b-eagle3.gguf" "dflash:$H/qwen3-8b.gguf:$H/qwen3-8b-dflash.gguf"; do
+    IFS=: read -r kind t h <<< "$spec"
+    fits 40 "head $kind" || continue
+    r=$(timeout 120 python3 "$K/head_cost.py" --target "$t" ${h:+--head "$h"} --n-gpu-layers $NGL --json \
+        --profile "$OUT/profile_heads.json" --write-profile "$OUT/profile_heads.json") \
+      && { printf '%s "%s": %s' "$sep" "$kind" "$r" >> "$OUT/heads.json"; sep=","; }
+    el "head $kind rc=$?"
+  done
+  echo "}" >> "$OUT/heads.json"
+  # The suites below price with this GPU's profile: with the heads in it, a pair with a head drafts as it would here.
+  [ -f "$PROFILE" ] && PROFILE=$OUT/profile_heads.json
+fi
 
 PROMPT="Write a short story about a lighthouse keeper who finds a message in a bottle."
 for v in "nodraft:--no-draft" "default:--draft $M/d05.gguf"; do

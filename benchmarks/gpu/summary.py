@@ -11,6 +11,7 @@ Reads what run.sh wrote (any file may be missing: its step was skipped or failed
   drafting      run_default.json against run_nodraft.json (the 0.5B draft and the other drafters, default policy)
   suites        bench_*.json: measured speedup and projected_speedup (this GPU's own profile) per config
   oracle        oracle_*.json as written
+  heads         heads.json: each draft head's step against its target's (issue 35; head_cost.py)
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def summary(out: Path) -> dict:
         res["drafting"] = {"tokens_per_second": tps["default"], "speedup": round(tps["default"] / tps["nodraft"], 3),
                            "mean_accepted_length": d.get("mean_accepted_length"), "drafters": d.get("drafters"),
                            "switched_off": d.get("switched_off")}
+    heads = _load(out / "heads.json")
+    if heads:
+        res["heads"] = {kind: {"head_step_ms": round(1e3 * m["head"]["step_s"], 3),
+                               "token_ms": round(1e3 * m["head"]["token_s"], 3),
+                               "target_step_ms": round(1e3 * m["target"]["step_s"], 3), "ratio": m["ratio"]}
+                        for kind, m in heads.items()}
     for f in sorted(out.glob("bench_*.json")):
         b = _load(f)
         if b:

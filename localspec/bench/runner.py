@@ -36,7 +36,8 @@ CONFIGS = {
     "baseline": (),  # target only, even when the pair has a draft model
     "model": ("model",),
     "toolspec": ("schema", "history", "ngram"),
-    "all": ("schema", "history", "ngram", "model"),
+    "all": ("schema", "history", "ngram", "model", "head"),
+    "head": ("head",),  # the target's draft head alone (its MTP layers, or an EAGLE-3/DFlash file named as --draft)
 }
 # Bounds for strings and arrays whose schema has none: a small model caught in a repetition loop still
 # finishes a valid call (the same for every config, so outputs stay comparable).

@@ -31,6 +31,7 @@ def self_test_devices(backend: dict) -> list[str]:
 def collect(self_test: bool = True) -> dict:
     from localspec.runtime.build_info import backend_info
     from localspec.runtime.selftest import self_test as run_self_test
+    from localspec.runtime.staging import report as heads_report
 
     packages: dict[str, str | None] = {}
     for name in PACKAGES:
@@ -40,7 +41,7 @@ def collect(self_test: bool = True) -> dict:
             packages[name] = None
     backend = backend_info()
     return {"python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
-            "llama_cpp": backend, "packages": packages, "chat_templates": chat_templates(),
+            "llama_cpp": backend, "packages": packages, "chat_templates": chat_templates(), "heads": heads_report(),
             "self_test": run_self_test(self_test_devices(backend)) if self_test else None}
 
 
@@ -60,6 +61,19 @@ def chat_templates() -> list[dict]:
     return [{"path": p, **t.to_dict(), "describe": t.describe()} for p, t in found.items()]
 
 
+KIND_NAMES = {"mtp": "MTP", "eagle3": "EAGLE-3", "dflash": "DFlash"}
+
+
+def heads_line(heads: dict) -> str:
+    """What doctor says about draft heads: which kinds this build runs, and what it lacks for the others."""
+    ok = [KIND_NAMES[k] for k, v in heads["kinds"].items() if v]
+    off = [KIND_NAMES[k] for k, v in heads["kinds"].items() if not v]
+    if not off:
+        return f"draft heads: {', '.join(ok)} (llama.cpp's staging symbols found)"
+    return (f"draft heads: this llama.cpp build lacks {', '.join(heads['missing'])}, so {', '.join(off)} heads cannot "
+            f"draft" + (f" ({', '.join(ok)} can)" if ok else "") + "; llama-cpp-python 0.3.36's build has them")
+
+
 def cmd_doctor(args) -> int:
     info = collect(self_test=not args.no_self_test)
     failed = any(not t["ok"] for t in info["self_test"] or ())
@@ -73,6 +87,7 @@ def cmd_doctor(args) -> int:
         mem = f", {d['memory_total'] / 2**30:.1f} GiB" if d["memory_total"] else ""
         print(f"  device {d['name']}: {d['type']} {d['description']}{mem}")
     print(f"  {b['system_info']}")
+    print(heads_line(info["heads"]))
     for name, ver in info["packages"].items():
         print(f"{name:18} {ver or 'not installed'}")
     if info["chat_templates"]:

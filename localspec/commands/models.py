@@ -72,7 +72,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_config_set)
 
 
-def _file_json(f, registry) -> dict:
+def _file_json(f, registry) -> dict | None:
+    if f is None:
+        return None
     return {**f.model_dump(), "installed": registry.usable(f.repo, f.file) is not None}
 
 
@@ -87,6 +89,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     default = _default_pair(load_config(), catalog)
     pairs: list[dict[str, Any]] = [{"name": n, "description": p.description, "default": n == default, "state": pair_state(p, registry),
               "size": p.size, "target": _file_json(p.target, registry), "draft": _file_json(p.draft, registry),
+              "head": _file_json(p.head, registry), "drafts_with": p.drafts_with(),
               "hints": p.hints.model_dump()} for n, p in catalog.pairs.items()]
     demo = {**demo_pair(), "default": default == DEMO}
     templates = _templates(registry.files)
@@ -99,9 +102,11 @@ def cmd_models(args: argparse.Namespace) -> int:
         return 0
     print(f"pairs (catalog {catalog.source}; * = default)")
     for p in pairs:
-        unverified = "" if p["target"]["verified"] and p["draft"]["verified"] else "  (names unverified)"
+        files = [f for f in (p["target"], p["draft"], p["head"]) if f is not None]
+        unverified = "" if all(f["verified"] for f in files) else "  (names unverified)"
+        drafts = "; ".join(p["drafts_with"]) or "the request alone"
         print(f"{'*' if p['default'] else ' '} {safe_text(p['name']):<18} {p['state']:<9} {format_mb(p['size']):>10}  "
-              f"{safe_text(p['target']['file'])} + {safe_text(p['draft']['file'])}{unverified}")
+              f"{safe_text(p['target']['file'])}, drafting with {safe_text(drafts)}{unverified}")
     print(f"{'*' if demo['default'] else ' '} {DEMO:<18} {demo['state']:<9} {'':>10}  {demo['description']}")
     if registry.pairs:
         print("\nyour pairs (localspec add)")
@@ -159,7 +164,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
         if args.revision:
             raise ConfigError("--revision applies to `localspec pull REPO_ID FILENAME`, not to a catalog pair")
         got = pull_pair(args.name, offline=args.offline, show_progress=True, progress=_announcer())
-        print(f"pair '{got.name}' ready\n  target {got.target.path}\n  draft  {got.draft.path}")
+        print(f"pair '{got.name}' ready\n  target {got.target.path}"
+              + (f"\n  draft  {got.draft.path}" if got.draft else "") + (f"\n  head   {got.head.path}" if got.head else ""))
         in_use = _pair_in_use(load_config(), load_catalog())
         if in_use not in (None, got.name):
             print(_other_default(in_use, got.name))

@@ -114,6 +114,7 @@ def _run_local(args, chat) -> int:
         ttft = round(render_s + gen.stats.first_token_s, 4) if gen.tokens else None
         print(safe_json({"text": text, "reasoning": reasoning, "stats": gen.stats.to_dict(),
                          "target": str(pair.target.path), "draft": str(pair.draft.path) if pair.draft else None,
+                         "head": pair.head.summary() if pair.head else None,
                          "time_to_first_token_s": ttft, "reused_prefix_tokens": gen.stats.reused_prefix_tokens,
                          "conversation": chat.id}, ensure_ascii=True))
         return 0

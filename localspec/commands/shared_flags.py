@@ -39,10 +39,15 @@ def add_model_args(p, *, prefix: str = "", suppress: bool = False, choose_pair: 
         flag_adder(which, prefix, suppress)("--target", dest="target", metavar="PATH",
                                         help="target GGUF (the model whose output you get)")
         add("--draft", dest="draft", metavar="PATH",
-            help="draft GGUF: the target's family, or another (it then drafts through text)")
+            help="draft GGUF: the target's family, or another (it then drafts through text); or a draft head for the "
+                 "target (EAGLE-3, DFlash, mtp-*.gguf): told apart by the file")
+        add("--head", dest="head", metavar="PATH",
+            help="a draft head for the target (EAGLE-3, DFlash, mtp-*.gguf), beside a --draft model or alone")
         add("--offline", dest="offline", action="store_true", help="use local files only (like HF_HUB_OFFLINE=1)")
     add("--no-draft", dest="no_draft", action="store_true",
         help="target-only decoding: no draft model and no other drafter")
+    add("--no-mtp", dest="no_mtp", action="store_true",
+        help="do not draft with the target's own MTP layers (nor load them; config: drafters.mtp = false)")
     add("--n-gpu-layers", dest="n_gpu_layers", type=int, default=None, metavar="N",
         help="target layers to offload to the GPU (-1: all; default: all where the build can)")
     add("--draft-n-gpu-layers", dest="draft_n_gpu_layers", type=int, default=None, metavar="N",

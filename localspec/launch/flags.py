@@ -15,6 +15,8 @@ class RunFlags:
     target: str | None = None  # an explicit target GGUF (instead of a pair)
     draft: str | None = None  # an explicit draft GGUF
     no_draft: bool = False  # target-only decoding: no draft model and no other drafter
+    no_mtp: bool = False  # do not draft with (or load) the target's own MTP layers
+    head: str | None = None  # a draft head file beside the target (EAGLE-3, DFlash, mtp-*.gguf), with or without --draft
     offline: bool = False  # local files only
     # how they are loaded and run
     n_gpu_layers: int | None = None  # target layers to offload (-1: all; default: all where the build can)

@@ -37,7 +37,8 @@ def open_pair(config: RunConfig) -> tuple[LoadedPair, str | None]:
     """Load the config's target and draft with their settings and give the target its chat template. Returns the
     pair and the warning to show when ChatML stands in for a missing template."""
     sel = config.selection
-    pair = load_pair(sel.target, sel.draft, target=config.target, draft=config.draft, ctx=config.context)
+    pair = load_pair(sel.target, sel.draft, target=config.target, draft=config.draft, ctx=config.context,
+                     heads=config.drafting.uses_heads, head_path=sel.head, mtp=config.drafting.mtp)
     try:
         # Before any engine or agent exists: they read the template (tool-call format, prompts).
         warning = apply_chat_template(pair.target, config.chat_template)

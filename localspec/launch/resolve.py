@@ -55,11 +55,26 @@ def resolve_selection(pair: str | None = None, target: str | Path | None = None,
         raise ConfigError(f"unknown pair {name!r} (pairs: {', '.join(names)}; `localspec add NAME --target FILE` "
                           "adds your own)")
     cat = catalog.get(name)
-    t = registry.usable(cat.target.repo, cat.target.file)
-    dr = registry.usable(cat.draft.repo, cat.draft.file)
-    if t is None or dr is None:
+    got = {f.key: registry.usable(f.repo, f.file) for f in cat.files()}
+    if any(e is None for e in got.values()):
         raise _missing(name, catalog, offline)
-    return Selection(Path(t.path), d or Path(dr.path), name, False, cat.hints)
+    t = got[cat.target.key]
+    assert t is not None
+    dr = got[cat.draft.key] if cat.draft is not None and cat.draft.key != cat.target.key else None
+    head = got[cat.head.key] if cat.head is not None else None
+    return Selection(Path(t.path), d or (Path(dr.path) if dr else None), name, False, cat.hints,
+                     head=Path(head.path) if head else None)
+
+
+def check_head(path: str | Path) -> Path:
+    """A head file for --head: a GGUF that is a draft head (EAGLE-3, DFlash, MTP layers alone), else one line."""
+    from localspec.runtime.head_files import is_head_file
+
+    p = check_gguf(path)
+    if not is_head_file(p):
+        raise ModelFileError(f"{p.name} is not a draft head (an EAGLE-3 or DFlash file, or an mtp-*.gguf): give a "
+                             "draft model with --draft")
+    return p
 
 
 def resolve_models(pair: str | None, target: str | Path | None, draft: str | Path | None,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from localspec.errors import ConfigError
 from localspec.launch.flags import RunFlags
-from localspec.launch.resolve import resolve_selection
+from localspec.launch.resolve import check_head, resolve_selection
 from localspec.models.selection import Selection
 from localspec.runtime.context import ContextSettings, default_threads
 from localspec.runtime.model import ModelSettings
@@ -60,6 +60,8 @@ def select(flags: RunFlags, settings: Settings) -> Selection:
     if flags.target and flags.pair:
         raise ConfigError("give --pair or --target, not both")
     sel = resolve_selection(flags.pair, flags.target, flags.draft, offline=flags.offline, settings=settings)
+    if flags.head:
+        sel = replace(sel, head=check_head(flags.head))
     return replace(sel, draft=None) if flags.no_draft else sel
 
 
@@ -108,7 +110,8 @@ def resolve_config(flags: RunFlags = RunFlags(), settings: Settings | None = Non
         names = registry.enabled(settings.get)
     drafting = DraftingConfig(drafters=() if flags.no_draft else names,
                               draft_max=_first(flags.draft_max, tuning.draft_max, DRAFT_MAX),
-                              draft_p_min=_first(flags.draft_p_min, tuning.draft_p_min, DRAFT_P_MIN))
+                              draft_p_min=_first(flags.draft_p_min, tuning.draft_p_min, DRAFT_P_MIN),
+                              mtp=not flags.no_mtp and bool(settings.get("drafters.mtp")))
     params, thinking = resolve_params(flags, settings, max_tokens=max_tokens)
     threads = _first(flags.threads, settings.threads, 0)
     if not threads:

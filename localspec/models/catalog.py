@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -39,6 +39,9 @@ class ModelFile(_Strict):
     context_length: Annotated[int, Field(gt=0)]
     verified: bool  # repo and file name confirmed against public references when the entry was written
     note: str = ""
+    # The draft head this file is or carries (runtime/head_files.py tells it from the file itself): "mtp" on a
+    # target with MTP layers or an mtp-*.gguf, "eagle3" or "dflash" on a head file. Shown by `models`.
+    head: Literal["mtp", "eagle3", "dflash"] | None = None
 
     @field_validator("file")
     @classmethod
@@ -62,18 +65,44 @@ class Hints(_Strict):
     memory_mb: Annotated[int, Field(gt=0)]  # approximate RAM/VRAM for both models at the default context
 
 
+HEAD_NAMES = {"mtp": "MTP layers", "eagle3": "EAGLE-3 head", "dflash": "DFlash drafter"}
+
+
 class Pair(_Strict):
     description: str
     target: ModelFile
-    draft: ModelFile
+    draft: ModelFile | None = None  # a draft model with the target's vocabulary (None: the target drafts alone)
+    head: ModelFile | None = None  # a draft head file pulled beside the target (EAGLE-3, DFlash, mtp-*.gguf)
     hints: Hints
+
+    @model_validator(mode="after")
+    def _drafts(self) -> "Pair":
+        if self.head is not None and self.head.head is None:
+            raise ValueError("head: say which kind it is (head = \"mtp\", \"eagle3\" or \"dflash\")")
+        return self
 
     @property
     def size(self) -> int:
-        return self.target.size + (0 if self.draft.key == self.target.key else self.draft.size)
+        return sum(f.size for f in self.files())
 
     def files(self) -> list[ModelFile]:
-        return [self.target] if self.draft.key == self.target.key else [self.target, self.draft]
+        """Each file once: the target, the draft model, the head (a draft equal to the target is the target)."""
+        out: list[ModelFile] = []
+        for f in (self.target, self.draft, self.head):
+            if f is not None and all(f.key != g.key for g in out):
+                out.append(f)
+        return out
+
+    def drafts_with(self) -> list[str]:
+        """What drafts for this pair besides the request itself: the draft model, the target's MTP layers, a head."""
+        out = []
+        if self.draft is not None and self.draft.key != self.target.key:
+            out.append(f"draft model {self.draft.file}")
+        if self.target.head == "mtp":
+            out.append("its MTP layers")
+        if self.head is not None and self.head.head is not None:
+            out.append(f"{HEAD_NAMES[self.head.head]} {self.head.file}")
+        return out
 
 
 class Catalog(_Strict):

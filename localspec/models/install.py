@@ -90,13 +90,15 @@ def pull_file(repo: str, file: str, *, revision: str | None = None, sha256: str 
 class PulledPair:
     name: str
     target: InstalledFile
-    draft: InstalledFile
+    draft: InstalledFile | None  # None: the pair drafts without a draft model (its MTP layers, a head)
+    head: InstalledFile | None = None  # the draft head pulled beside the target
 
 
 def pull_pair(name: str, *, offline: bool = False, progress=None, cancel: threading.Event | None = None,
               show_progress: bool = False, paths: Paths | None = None, catalog: Catalog | None = None,
               compat: bool = True) -> PulledPair:
-    """Download a catalog pair (target, then draft) and check that the draft can speculate for the target."""
+    """Download a catalog pair (target, then draft, then head) and check that the draft can speculate for the
+    target."""
     paths = paths or get_paths()
     catalog = catalog or load_catalog()
     pair = catalog.get(name)
@@ -114,10 +116,11 @@ def pull_pair(name: str, *, offline: bool = False, progress=None, cancel: thread
         got[f.key] = pull_file(f.repo, f.file, revision=f.revision, sha256=f.sha256, offline=offline,
                                progress=progress, cancel=cancel, show_progress=show_progress, paths=paths,
                                catalog=catalog)
-    target, draft = got[pair.target.key], got[pair.draft.key]
-    if compat and target.path != draft.path:
+    target = got[pair.target.key]
+    draft = got[pair.draft.key] if pair.draft is not None and pair.draft.key != pair.target.key else None
+    if compat and draft is not None:
         check_compat(target.path, draft.path)
-    return PulledPair(name, target, draft)
+    return PulledPair(name, target, draft, got[pair.head.key] if pair.head is not None else None)
 
 
 def add_pair(name: str, target: str | Path, draft: str | Path | None = None, *, paths: Paths | None = None,

@@ -18,6 +18,7 @@ class Selection:
     pair: str | None  # catalog or user pair name; None for explicit paths and the demo
     demo: bool  # the packaged SmolLM2 demo model (no draft model: schema, history and n-gram drafting only)
     hints: Hints | None = None  # the catalog pair's tuning hints (feed Settings.tuning)
+    head: Path | None = None  # the pair's draft head file (EAGLE-3, DFlash, mtp-*.gguf), where its catalog entry has one
 
 
 DEMO_DESCRIPTION = "SmolLM2-135M-Instruct, no draft model (packaged demo: pip install 'localspec[demo]')"

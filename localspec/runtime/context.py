@@ -31,6 +31,9 @@ SIDE_SEQ = 1  # where a row is computed again without the backend sampler (Conte
 # its compute buffer for the most rows a decode may have, and sampling on the device adds a padded copy of them (on
 # Gemma's 262k vocabulary with 512 rows: 514 MiB more); verify passes have at most 65 rows (config.MAX_DRAFT).
 PICKED_ROWS_MAX = 128
+# Drafted tokens a hybrid target can roll back by default: each costs one more copy of the recurrent state (Qwen3.5-9B:
+# about 50 MiB each), and the heads these models ship draft 1-3 tokens (llama.cpp gives n_rs_seq = n_max, default 3).
+ROLLBACK_DRAFT = 16
 
 
 def default_threads() -> int:
@@ -49,6 +52,10 @@ class ContextSettings:
     # the logits with a scalar loop before sampling (0.3-0.6 ms a row on Gemma's 262k vocabulary, see
     # benchmarks/overhead.py), where copying a row and numpy's argmax take 0.1 ms.
     device_picks: str = "auto"
+    # Recurrent-state snapshots kept for rollback on hybrid and recurrent targets (Qwen3.5's DeltaNet layers), so
+    # that rejected drafts roll back with seq_rm instead of a prefill of the whole context again; drafts are then
+    # at most this long (max_draft). None: ROLLBACK_DRAFT on such targets, 0 elsewhere (llama.cpp ignores it there).
+    n_rs_seq: int | None = None
 
 
 def may_pick_on_device(model: Model, setting: str) -> bool:
@@ -75,6 +82,11 @@ class Context:
         n_ctx = min(settings.n_ctx, model.n_ctx_train) if model.n_ctx_train > 0 else settings.n_ctx
         threads = settings.n_threads or default_threads()
         self.can_pick_on_device = may_pick_on_device(model, settings.device_picks)
+        recurrent = bool(lib.llama_model_is_recurrent(model.ptr) or lib.llama_model_is_hybrid(model.ptr))
+        n_rs_seq = settings.n_rs_seq if settings.n_rs_seq is not None else (ROLLBACK_DRAFT if recurrent else 0)
+        # llama.cpp keeps the last n_rs_seq + 1 tokens of a sequence in one ubatch, and aborts (GGML_ASSERT
+        # n_ubatch > n_keep_tail) when a ubatch cannot hold them.
+        n_rs_seq = max(0, min(n_rs_seq, min(settings.n_batch, n_ctx) - 2))
         # Picking on the device needs a second sequence sharing the cache (one cache for both: kv_unified), where
         # a row is computed again without the sampler, and room for a whole batch of sampled rows in one sequence
         # (llama.cpp allows one by default).
@@ -84,7 +96,7 @@ class Context:
         params = set_fields(lib.llama_context_default_params(), n_ctx=n_ctx, n_batch=settings.n_batch,
                             n_ubatch=settings.n_batch, n_threads=threads, n_threads_batch=threads,
                             flash_attn_type=FLASH_ATTN[settings.flash_attn], swa_full=settings.swa_full, no_perf=True,
-                            **side)
+                            n_rs_seq=n_rs_seq, **side)
         ptr = lib.llama_init_from_model(model.ptr, params)
         if not ptr:
             raise LocalspecError(f"llama.cpp could not create a context of {n_ctx} tokens for {model.path.name}")
@@ -95,6 +107,17 @@ class Context:
         # Most logits rows one decode may ask for (more would trip a GGML_ASSERT in llama.cpp: checked in decode).
         self.max_rows = min(self.n_batch, PICKED_ROWS_MAX) if self.can_pick_on_device else self.n_batch
         self.mem = lib.llama_get_memory(ptr)
+        # Most tokens one draft may hold: a recurrent state rolls back at most n_rs_seq tokens (beyond that a
+        # rejection would cost a prefill of the whole context again).
+        rollback = lib.llama_n_rs_seq(ptr) if recurrent else 0
+        self.max_draft = min(self.n_batch - 1, rollback) if rollback else self.n_batch - 1
+        # Where the last decode began, while its recurrent snapshots may still be rolled back to (None: they may
+        # not). llama.cpp's snapshots hold the states inside the last ubatch only, once: seq_rm further back, or a
+        # second time, returns true all the same and leaves a wrong state.
+        self._snapshots = bool(rollback)
+        self._rollback_base: int | None = None
+        # A draft head reading this context's hidden rows after each decode (runtime/heads.py: Tap), or None.
+        self.tap: Any = None
         self.tokens: list[int] = []
         self.prefixes: PrefixStore | None = None  # saved prompt prefixes (launch/open sets it up)
         self.last_prefill = PrefillInfo()
@@ -177,7 +200,10 @@ class Context:
         self.tokens.extend(tokens)
         self.shapes[(n, sum(flags))] += 1
         self.decode_s += time.perf_counter() - t0
+        if self.tap is not None:
+            self.tap.decoded(base, n)  # before the next decode overwrites the rows
         self._last = (base, list(tokens), flags)
+        self._rollback_base = base
         self._tops = {}
         self._tops_kept = False
 
@@ -284,18 +310,25 @@ class Context:
         if n <= 0:
             self.clear()
             return
-        if not lib.llama_memory_seq_rm(self.mem, 0, n, -1):
+        snapshot = self._rollback_base is not None and n > self._rollback_base  # inside the last decode
+        self._rollback_base = None
+        if (self._snapshots and not snapshot) or not lib.llama_memory_seq_rm(self.mem, 0, n, -1):
             # Some caches (recurrent, trimmed sliding windows) cannot drop a suffix: rebuild from the prefix.
             keep = self.tokens[:n]
             self.clear()
             self.prefill(keep)
             return
         del self.tokens[n:]
+        if self.tap is not None:
+            self.tap.truncated(n)
 
     def clear(self) -> None:
         lib.llama_memory_clear(self.mem, True)
         self.tokens = []
         self._last = None
+        self._rollback_base = None
+        if self.tap is not None:
+            self.tap.truncated(0)
 
     def common_prefix(self, tokens: Sequence[int]) -> int:
         n = 0

@@ -32,6 +32,8 @@ class ModelSettings:
     # A ggml device name ("CUDA0", "Metal"; `localspec doctor` lists them): offloaded layers go to that device
     # alone. None: llama.cpp spreads them over every GPU it finds.
     device: str | None = None
+    # Load the model's MTP (NextN) layers too, for drafting with them (runtime/heads.py); off, llama.cpp skips them.
+    load_mtp: bool = False
 
 
 def gpu_offload_supported() -> bool:
@@ -83,7 +85,7 @@ class Model:
         llama.init()
         params = set_fields(lib.llama_model_default_params(), n_gpu_layers=offload_layers(settings.n_gpu_layers),
                             load_mode=_LOAD_MODE[settings.use_mmap],
-                            vocab_only=settings.vocab_only)
+                            vocab_only=settings.vocab_only, load_mtp=settings.load_mtp)
         devices = None
         if settings.device is not None:
             # A NULL-terminated array of ggml devices; kept alive until the load returns.

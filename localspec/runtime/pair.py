@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from localspec.runtime.compat import vocabulary_difference
 from localspec.runtime.context import Context, ContextSettings
+from localspec.runtime.head_files import is_head_file
+from localspec.runtime.heads import HeadError, LoadedHead, open_head, target_mtp_layers
+from localspec.runtime.heads import warm_up as warm_up_head
 from localspec.runtime.model import Model, ModelSettings
 from localspec.runtime.timing import steady_median, steady_state
 
@@ -21,19 +24,28 @@ class LoadedPair:
     # Why the draft's tokens are not the target's: it drafts through text (speculative/sources/translated.py).
     # None: the same vocabulary (or no draft).
     translation: str | None = None
+    head: LoadedHead | None = None  # the target's draft head (runtime/heads.py): its MTP layers or a head file
+    head_note: str = ""  # why the target's own MTP layers do not draft (a build without the staging symbols)
 
     def close(self) -> None:
-        for obj in (self.draft_ctx, self.draft, self.target_ctx, self.target):
+        for obj in (self.head, self.draft_ctx, self.draft, self.target_ctx, self.target):
             if obj is not None:
                 obj.close()
 
 
 def load_pair(target_path, draft_path=None, *, target: ModelSettings = ModelSettings(),
               draft: ModelSettings = ModelSettings(), ctx: ContextSettings = ContextSettings(),
-              draft_ctx: ContextSettings | None = None) -> LoadedPair:
-    tmodel = Model(target_path, target)
+              draft_ctx: ContextSettings | None = None, heads: bool = False, head_path=None,
+              mtp: bool = True) -> LoadedPair:
+    """The target and the draft model `draft_path` (checked to pair with it), and with `heads` a draft head:
+    `head_path`, or `draft_path` where that names a head file (EAGLE-3, DFlash, an mtp-*.gguf), else the target's
+    own MTP layers (unless `mtp` is off). Without `heads` no head is loaded, nor the target's MTP layers."""
+    if draft_path is not None and is_head_file(draft_path):
+        head_path, draft_path = head_path or draft_path, None
+    own_mtp = heads and mtp and head_path is None
+    tmodel = Model(target_path, replace(target, load_mtp=True) if own_mtp else target)
     if draft_path is None:
-        return LoadedPair(tmodel, Context(tmodel, ctx))
+        return _with_head(LoadedPair(tmodel, Context(tmodel, ctx)), heads, own_mtp, head_path, draft)
     dmodel = Model(draft_path, draft)
     try:
         translation = vocabulary_difference(tmodel, dmodel)  # before any context exists: a clear error, not a crash
@@ -42,7 +54,26 @@ def load_pair(target_path, draft_path=None, *, target: ModelSettings = ModelSett
         tmodel.close()
         raise
     dctx = Context(dmodel, draft_ctx or ctx)
-    return LoadedPair(tmodel, Context(tmodel, ctx), dmodel, dctx, warm_up(dctx), translation)
+    pair = LoadedPair(tmodel, Context(tmodel, ctx), dmodel, dctx, warm_up(dctx), translation)
+    return _with_head(pair, heads, own_mtp, head_path, draft)
+
+
+def _with_head(pair: LoadedPair, heads: bool, own_mtp: bool, head_path, settings: ModelSettings) -> LoadedPair:
+    """The pair with its head opened and priced (runtime/heads.py), where it should have one."""
+    if not heads or (head_path is None and not (own_mtp and target_mtp_layers(pair.target))):
+        return pair
+    try:
+        pair.head = open_head(pair.target_ctx, head_path, settings=settings)
+        warm_up_head(pair.head)
+    except HeadError as exc:
+        if head_path is not None:  # a head the user named: a one-line error
+            pair.close()
+            raise
+        pair.head_note = str(exc)  # the model's own MTP layers: it runs without them, and says why
+    except BaseException:
+        pair.close()
+        raise
+    return pair
 
 
 def warm_up(ctx: Context, max_steps: int = 12) -> float:

@@ -169,6 +169,19 @@ def write_tiny_llama(path, *, vocab: str = "a", seed: int = 0, n_layer: int = 2,
     w.add_rope_freq_base(10000.0)
     w.add_vocab_size(len(tokens))
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
+    add_tokenizer(w, tokens, scores, types, chat_template)
+    big = np.float16 if dtype == "f16" else np.float32
+    for name, a in weights.items():
+        w.add_tensor(name, a.astype(np.float32 if a.ndim == 1 else big))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def add_tokenizer(w: gguf.GGUFWriter, tokens, scores, types, chat_template: str | None = CHATML) -> None:
+    """The tiny SentencePiece vocabulary's keys (runtime/tinyheads.py writes its heads with them too)."""
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
@@ -182,14 +195,6 @@ def write_tiny_llama(path, *, vocab: str = "a", seed: int = 0, n_layer: int = 2,
     w.add_add_space_prefix(False)  # like Gemma: no phantom leading space, so detokenize(tokenize(s)) == s
     if chat_template is not None:
         w.add_chat_template(chat_template)
-    big = np.float16 if dtype == "f16" else np.float32
-    for name, a in weights.items():
-        w.add_tensor(name, a.astype(np.float32 if a.ndim == 1 else big))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
 
 
 def tiny_pair(dir) -> tuple[Path, Path]:

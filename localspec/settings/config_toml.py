@@ -37,6 +37,8 @@ class Drafters(_Section):
     schema_: bool = Field(True, alias="schema")  # tool-call JSON forced by the schema, and which tool a call names
     history: bool = True  # earlier tool calls, this session's and the stored ones (agent/drafting_memory.py)
     ngram: bool = True  # lookups in the request: token and text n-grams, spans, copies across JSON escaping
+    head: bool = True  # the target's draft head: its MTP layers, or an EAGLE-3/DFlash file named as the draft
+    mtp: bool = True  # ... including the target's own MTP layers (off: not loaded; `--no-mtp`)
 
 
 class Sampling(_Section):

@@ -6,6 +6,7 @@ from localspec.runtime.pair import LoadedPair
 from localspec.speculative.costs import CostModel, PassPrices
 from localspec.speculative.decoder import SpecEngine
 from localspec.speculative.drafting import DraftingConfig
+from localspec.speculative.heads.build import head_drafter
 from localspec.speculative.indexes.memory import SpanMemory
 from localspec.speculative.policy.hybrid import HybridDrafter
 from localspec.speculative.sources.copy import remember_call
@@ -34,6 +35,10 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
         model = ModelDrafter(pair.draft_ctx, max_len=drafting.draft_max, p_min=drafting.draft_p_min)
     costs = costs or CostModel()
     dctx = pair.draft_ctx if drafting.uses_model else None  # its decodes are recorded in the stats
+    # The target's head (MTP layers, an EAGLE-3 or DFlash file): drafts as long as the draft model would, and
+    # stops where its top token's share falls under the same p_min, as llama.cpp's heads do.
+    heads = [(head_drafter(pair.head, max_len=drafting.draft_max, p_min=drafting.draft_p_min), pair.head.step_s)
+             ] if drafting.uses_heads and pair.head is not None else []
     if names <= {"model"} and not translated:
         return SpecEngine(pair.target_ctx, model, cost_model=costs, draft_ctx=dctx)
     if memory is None:
@@ -61,5 +66,8 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
         model_cost_ratio=(pair.draft.path.stat().st_size / target.path.stat().st_size
                           if model is not None and pair.draft is not None else 0.0),
         # ... and the draft's own step, timed at load, replaces that guess (its price on this machine).
-        model_token_s=pair.draft_token_s if model is not None else 0.0)
-    return SpecEngine(pair.target_ctx, hybrid, cost_model=costs, draft_ctx=dctx, translated=translated)
+        model_token_s=pair.draft_token_s if model is not None else 0.0, heads=heads)
+    if drafting.uses_heads and pair.head_note:
+        hybrid.switched_off["head"] = pair.head_note  # stats, the panel and --json say why the MTP layers rest
+    return SpecEngine(pair.target_ctx, hybrid, cost_model=costs, draft_ctx=dctx, translated=translated,
+                      head_ctx=pair.head.ctx if heads and pair.head is not None else None)

@@ -83,11 +83,13 @@ class SpecEngine:
     """Speculative decoding on one target context with an optional drafter (a model, or a hybrid of several)."""
 
     def __init__(self, target: Context, drafter: Drafter | None = None, *, cost_model: PassPrices | None = None,
-                 calibrate: bool = True, draft_ctx: Context | None = None, translated: bool = False):
+                 calibrate: bool = True, draft_ctx: Context | None = None, translated: bool = False,
+                 head_ctx=None):
         self.target = target
         self.drafter = drafter
         self.draft_ctx = draft_ctx  # the draft model's context, if a drafter runs one: its decodes go in the stats
         self.translated = translated  # that draft model has another vocabulary: it drafts through text (the stats say)
+        self.head_ctx = head_ctx  # the draft head's context (runtime/heads.py HeadContext): likewise
         self.costs: PassPrices = cost_model or CostModel()
         self._calibrate = calibrate
         self.totals = Stats()
@@ -127,6 +129,8 @@ class SpecEngine:
         counted_at = None
         dctx = self.draft_ctx
         draft_mark = (dctx.shapes.copy(), dctx.decode_s) if dctx is not None else None
+        hctx = self.head_ctx
+        head_mark = (hctx.shapes.copy(), hctx.decode_s) if hctx is not None else None
         # Greedy rows are read as their few best tokens where the output layer runs, if the context can (its
         # whole rows stay on the device); sampling needs whole rows (speculative/verify.py).
         ctx.pick_on_device(DEVICE_CANDIDATES if params.sampling.greedy else 0)
@@ -180,6 +184,9 @@ class SpecEngine:
             if dctx is not None and draft_mark is not None:
                 stats.draft_shapes = dctx.shapes - draft_mark[0]
                 stats.draft_decode_s = dctx.decode_s - draft_mark[1]
+            if hctx is not None and head_mark is not None:
+                stats.head_shapes = hctx.shapes - head_mark[0]
+                stats.head_decode_s = hctx.decode_s - head_mark[1]
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             stats.draft_translated = self.translated
             self.totals.merge(stats)
@@ -246,7 +253,7 @@ class SpecEngine:
         the target's next token)."""
         ctx, params, stats = self.target, run.params, run.stats
         room = min(params.draft_max or ctx.n_batch, params.max_tokens - stats.generated_tokens - 1,
-                   ctx.n_ctx - ctx.n_past - 2, ctx.n_batch - 1, ctx.max_rows - 1)
+                   ctx.n_ctx - ctx.n_past - 2, ctx.max_draft, ctx.max_rows - 1)
         draft = self._draft(run, room) if room > 0 else Draft()
         if self._completes(draft, run.constraint):
             # Forced all the way to the grammar's end: the target has no choice left, so no verify pass (the cache

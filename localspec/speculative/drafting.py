@@ -19,6 +19,9 @@ class DraftingConfig:
     draft_max: int = DRAFT_MAX
     draft_p_min: float = DRAFT_P_MIN
     max_draft: int = MAX_DRAFT
+    # With the "head" drafter: draft with the target's own MTP layers where it has them (off: not even loaded; a
+    # head file named as the draft still drafts).
+    mtp: bool = True
 
     def __post_init__(self):
         registry.check_names(self.drafters)
@@ -34,6 +37,10 @@ class DraftingConfig:
     @property
     def uses_model(self) -> bool:
         return "model" in self.drafters
+
+    @property
+    def uses_heads(self) -> bool:
+        return "head" in self.drafters
 
 
 TARGET_ONLY = DraftingConfig(drafters=())

@@ -38,6 +38,8 @@ DRAFTERS: tuple[DrafterInfo, ...] = (
                 "drafters.history"),
     DrafterInfo("ngram", "text copied from the context: prompt lookup on tokens and text, spans of the request",
                 ("ngram",), "drafters.ngram"),
+    DrafterInfo("head", "the target's draft head: its own MTP layers, or an EAGLE-3 or DFlash file beside it",
+                ("mtp", "eagle3", "dflash"), "drafters.head"),
 )
 
 NAMES: tuple[str, ...] = tuple(d.name for d in DRAFTERS)

@@ -149,6 +149,12 @@ class CostProfile:
         self.draft: PassCurve | None
         self.draft_step, self.draft = (_curve(data["draft"], f"{name}, draft") if data.get("draft") else
                                        (0.0, None))
+        # Draft heads priced on that machine (benchmarks/gpu/head_cost.py): per origin ("mtp", "eagle3", "dflash"),
+        # the price of one drafted token and each decode's price by rows (catch-ups on the target's rows, steps).
+        self.heads: dict[str, tuple[float, PassCurve]] = {}
+        for name, costs in (data.get("heads") or {}).items():
+            step, curve = _curve(costs, f"{name}, head {name}")
+            self.heads[str(name)] = (float(costs.get("token_s") or step), curve)
         self.measured = measured or CostModel()
         c0, c1 = least_squares([(1.0, k) for k in self.target.rows], list(self.target.seconds))
         c2 = self.target.logits_row_s
@@ -197,6 +203,16 @@ class CostProfile:
             return 0.0
         return self.draft.pass_s(rows, logit_rows)
 
+    def head_step_s(self, name: str) -> float:
+        """One token drafted by head `name` on the profile's machine (0.0: the profile does not price it)."""
+        return self.heads[name][0] if name in self.heads else 0.0
+
+    def head_pass_s(self, rows: int, logit_rows: int | None = None) -> float | None:
+        """A head decode of `rows` rows there (None: the profile prices no head); a profile prices one head."""
+        if not self.heads:
+            return None
+        return next(iter(self.heads.values()))[1].pass_s(rows, logit_rows)
+
     # What this machine measures is kept apart.
     def observe(self, n_tokens: int, n_rows: int, seconds: float) -> None:
         self.measured.observe(n_tokens, n_rows, seconds)
@@ -216,5 +232,8 @@ def projected_s(stats: Stats, profile: CostProfile) -> float:
         drafts = sum(n * profile.draft_pass_s(rows, logits) for (rows, logits), n in stats.draft_shapes.items())
     else:
         drafts = stats.draft_decode_s
-    bookkeeping = max(stats.generation_s - stats.decode_s - stats.draft_decode_s, 0.0)
-    return passes + drafts + bookkeeping
+    heads = stats.head_decode_s
+    if profile.heads and stats.head_shapes:
+        heads = sum(n * (profile.head_pass_s(rows, logits) or 0.0) for (rows, logits), n in stats.head_shapes.items())
+    bookkeeping = max(stats.generation_s - stats.decode_s - stats.draft_decode_s - stats.head_decode_s, 0.0)
+    return passes + drafts + heads + bookkeeping

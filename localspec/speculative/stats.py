@@ -80,6 +80,9 @@ class Stats:
     # The draft model has another vocabulary than the target's: its text is tokenized again with the target's
     # (speculative/sources/translated.py).
     draft_translated: bool = False
+    # The draft head's decodes likewise (speculative/heads/): its catch-ups on the target's rows and its steps.
+    head_shapes: Counter = field(default_factory=Counter)
+    head_decode_s: float = 0.0
 
     @property
     def acceptance_rate(self) -> float:
@@ -158,10 +161,11 @@ class Stats:
             self.first_token_s = other.first_token_s
         for name in ("generated_tokens", "prompt_tokens", "prefill_tokens", "target_passes", "drafted", "accepted",
                      "forced", "prefill_s", "draft_s", "verify_s", "decode_s", "wall_s", "plain_passes",
-                     "plain_verify_s", "plain_decode_s", "draft_decode_s"):
+                     "plain_verify_s", "plain_decode_s", "draft_decode_s", "head_decode_s"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.pass_shapes.update(other.pass_shapes)
         self.draft_shapes.update(other.draft_shapes)
+        self.head_shapes.update(other.head_shapes)
         for pos, (d, a) in enumerate(zip(other.per_position_drafted, other.per_position_accepted)):
             for _ in range(a):
                 self.record_position(pos, True)
@@ -206,6 +210,8 @@ class Stats:
             "draft_model_shapes": shape_list(self.draft_shapes),
             "draft_model_decode_s": round(self.draft_decode_s, 4),
             "draft_translated": self.draft_translated,
+            **({"head_shapes": shape_list(self.head_shapes), "head_decode_s": round(self.head_decode_s, 4)}
+               if self.head_shapes else {}),
         }
 
     def summary(self) -> str:

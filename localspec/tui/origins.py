@@ -14,8 +14,12 @@ COLOURS = {
     "schema": "#d787ff",  # forced by the tool-call schema
     "history": "#5fafff",  # copied from earlier turns or tool results
     "ngram": "#ffd75f",  # n-gram lookup in the context
+    # The target's draft head, whichever kind (a pair has one): one colour, one legend entry.
+    "mtp": "#ff87af", "eagle3": "#ff87af", "dflash": "#ff87af",
 }
-LABELS = {"target": "target", "model": "draft model", "schema": "schema", "history": "history", "ngram": "n-gram"}
+LABELS = {"target": "target", "model": "draft model", "schema": "schema", "history": "history", "ngram": "n-gram",
+          "mtp": "MTP head", "eagle3": "EAGLE-3 head", "dflash": "DFlash head"}
+HEADS = ("mtp", "eagle3", "dflash")
 
 
 def colour(origin: str) -> str:
@@ -33,6 +37,8 @@ def coloured(runs) -> Text:
 def legend() -> Text:
     text = Text()
     for origin in ORIGINS:
+        if origin in HEADS[1:]:
+            continue  # the heads share the first one's entry
         text.append("■ ", style=colour(origin))
-        text.append(LABELS[origin] + "  ")
+        text.append(("head" if origin in HEADS else LABELS[origin]) + "  ")
     return text

@@ -79,3 +79,19 @@ def test_text_report_agrees_with_json(report):
     assert f"Python {report['python']}" in out
     for t in report["self_test"]:
         assert f"{t['device']:8} ok in" in out and f"{t['layers'][t['device']]} on {t['device']}" in out
+
+
+def test_draft_heads_this_build_runs_are_reported(report):
+    heads = report["heads"]
+    assert heads["kinds"] == {"mtp": True, "eagle3": True, "dflash": True} and heads["missing"] == []
+    assert heads["symbols"]["llama_set_embeddings_layer_inp"] == "_Z30llama_set_embeddings_layer_inpP13llama_contextjb"
+    assert "draft heads: MTP, EAGLE-3, DFlash (llama.cpp's staging symbols found)" in run_localspec("doctor").stdout
+
+
+def test_a_build_without_the_staging_symbols_is_said_plainly():
+    from localspec.commands.doctor import heads_line
+
+    line = heads_line({"kinds": {"mtp": True, "eagle3": False, "dflash": False},
+                       "missing": ["llama_set_embeddings_layer_inp"]})
+    assert line == ("draft heads: this llama.cpp build lacks llama_set_embeddings_layer_inp, so EAGLE-3, DFlash heads "
+                    "cannot draft (MTP can); llama-cpp-python 0.3.36's build has them")

@@ -5,7 +5,6 @@ models and contexts, the drafter, and the parameters the first generation ran wi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from localspec.runtime.llama import lib
 from localspec.speculative import builder
 from localspec.speculative.decoder import SpecEngine
 from localspec.speculative.policy.hybrid import HybridDrafter
+from tests.cli_helpers import one_call_suite
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" \
            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -122,10 +122,7 @@ def _front_end(name: str, target: Path, draft: Path, flags: list[str], tmp_path:
         finally:
             session.shutdown()
     elif name == "bench":
-        suite = tmp_path / "suite.jsonl"
-        suite.write_text(json.dumps({"id": "c", "messages": [{"role": "user", "content": "hi"}], "tools": [
-            {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]})
-            + "\n")
+        suite = one_call_suite(tmp_path)
         _run_cli(["bench", str(suite), *pair_args, "--configs", "baseline,all", "--max-tokens", "4", "--json",
                   *flags])
 

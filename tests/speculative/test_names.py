@@ -16,12 +16,12 @@ from localspec.speculative.policy.hybrid import HybridDrafter
 
 
 def test_table():
-    assert registry.NAMES == ("model", "schema", "history", "ngram")
-    assert registry.ORIGINS == ("target", "model", "schema", "history", "ngram")
-    assert registry.help_text() == "model, schema, history, ngram"
+    assert registry.NAMES == ("model", "schema", "history", "ngram", "head")
+    assert registry.ORIGINS == ("target", "model", "schema", "history", "ngram", "mtp", "eagle3", "dflash")
+    assert registry.help_text() == "model, schema, history, ngram, head"
     assert registry.get("ngram").config_key == "drafters.ngram"
     assert all(d.summary and "\n" not in d.summary for d in registry.DRAFTERS)
-    with pytest.raises(ConfigError, match="unknown drafter 'nope'; choose from model, schema, history, ngram"):
+    with pytest.raises(ConfigError, match="unknown drafter 'nope'; choose from model, schema, history, ngram, head"):
         registry.get("nope")
 
 
@@ -36,7 +36,7 @@ def test_config_keys_are_the_config_files():
     settings = Settings()
     assert registry.enabled(settings.get) == registry.NAMES  # every drafter on by default
     off = Settings.model_validate({"drafters": {"ngram": False, "schema": False}})
-    assert registry.enabled(off.get) == ("model", "history")
+    assert registry.enabled(off.get) == ("model", "history", "head")
 
 
 def test_the_builder_takes_the_names_and_the_drafters_report_the_origins(tiny_pair_paths):
@@ -47,7 +47,9 @@ def test_the_builder_takes_the_names_and_the_drafters_report_the_origins(tiny_pa
     hybrid = engine.drafter
     assert isinstance(hybrid, HybridDrafter)
     names = {src.name for src in hybrid.sources} | {hybrid.model.name}
-    assert names == set(registry.ORIGINS) - {registry.TARGET}
+    # The head drafter's origins are its three kinds, one per head file (tests/speculative/heads/ runs each).
+    assert names == set(registry.ORIGINS) - {registry.TARGET} - set(registry.get("head").origins)
+    assert not hybrid.heads  # the tiny pair has no head
     tools = [{"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"x": {"type": "string", "maxLength": 8}}, "required": ["x"]}}}]
     got = engine.generate(pair.target.tokenize("the"), GenParams(max_tokens=40),

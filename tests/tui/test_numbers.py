@@ -184,3 +184,21 @@ def test_passes_counted_by_a_real_engine(smollm2, drafters):
         # target-only decoding against itself: 1.00x, up to the noise of timing single passes on a busy machine
         assert 0.5 < s.estimated_speedup <= 1.0
     assert s.estimated_speedup <= s.mean_accepted_length
+
+
+def test_each_head_has_its_own_row_and_a_build_without_heads_says_so():
+    """Per-head statistics on the panel: the head's drafted and accepted tokens under its own name (MTP, EAGLE-3,
+    DFlash), and where the build lacks the staging symbols, the reason in plain words."""
+    from localspec.speculative.stats import DrafterStats
+    from localspec.tui.widgets.stats_panel import drafter_table, switched_off_text
+
+    lacks = "this llama.cpp build cannot run mtp heads: it lacks llama_set_nextn_layer_offset"
+    s = Stats(generated_tokens=30, target_passes=12, drafted=24, accepted=18, switched_off={"head": lacks})
+    s.drafters["eagle3"] = DrafterStats(20, 16)
+    s.drafters["ngram"] = DrafterStats(4, 2)
+    v = StatsView.of(s)
+    rows = [[str(c) for c in col._cells] for col in drafter_table(v).columns]
+    assert ["EAGLE-3 head", "20", "16"] in [list(r) for r in zip(*rows)]
+    assert switched_off_text(v) == f"head off: {lacks}"
+    d = s.to_dict()["drafters"]["eagle3"]
+    assert d == {"drafted": 20, "accepted": 16, "acceptance_rate": 0.8}

@@ -200,7 +200,8 @@ def test_approver_answers_deny_when_the_turn_is_cancelled(tmp_path):
 
 def test_every_origin_in_the_registry_has_a_colour_and_a_label():
     from localspec.speculative.names import ORIGINS
-    from localspec.tui.origins import COLOURS, LABELS, legend
+    from localspec.tui.origins import COLOURS, HEADS, LABELS, legend
 
     assert set(ORIGINS) <= set(COLOURS) and set(ORIGINS) <= set(LABELS)
-    assert all(LABELS[o] in legend().plain for o in ORIGINS)
+    assert all(LABELS[o] in legend().plain for o in ORIGINS if o not in HEADS)
+    assert "■ head" in legend().plain and len({COLOURS[h] for h in HEADS}) == 1  # one entry for a pair's one head

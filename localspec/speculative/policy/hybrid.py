@@ -31,6 +31,7 @@ from localspec.speculative.policy.rates import (
 )
 
 if TYPE_CHECKING:  # the draft model's module loads llama.cpp; the policy's tests run without it
+    from localspec.speculative.heads.base import HeadDrafter
     from localspec.speculative.sources.draft_model import ModelDrafter
 
 log = logging.getLogger("localspec.drafting")  # LOCALSPEC_LOG=debug: one line per gate window (debug_log.py)
@@ -99,7 +100,7 @@ class HybridDrafter(Drafter):
 
     def __init__(self, *, costs: PassPrices, sources: Sequence[CandidateDrafter] = (), schema: bool = True,
                  model: ModelDrafter | None = None, model_cost_ratio: float = 0.0, model_token_s: float = 0.0,
-                 max_len: int = 64, tokenize=None):
+                 max_len: int = 64, tokenize=None, heads: Sequence[tuple[HeadDrafter, float]] = ()):
         self.costs = costs
         self.schema = schema
         # Guesses that a JSON value ends here ('",' '"}' ',' '}' ...): once one is accepted, the grammar forces
@@ -124,6 +125,11 @@ class HybridDrafter(Drafter):
         # Before any measurement: the draft's cost per token relative to a target step. Running it once just to
         # measure would cost a catch-up prefill of the whole context, so a costly draft would never pay that back.
         self.model_cost_ratio = model_cost_ratio
+        # The target's draft heads (speculative/heads/), each with its step timed at load: asked before the draft
+        # model, priced the same way (the profile's head step where a cost profile prices one).
+        profile_head = getattr(costs, "head_step_s", None)
+        self.heads = [(h, ModelPrice(step_s, fixed_s=profile_head(h.name) if callable(profile_head) else 0.0))
+                      for h, step_s in heads]
         # Drafters not paying on this machine right now, and why (Stats.switched_off).
         self.switched_off: dict[str, str] = {}
         self._gates = {False: SourceGate(prose=False), True: SourceGate(prose=True)}
@@ -187,14 +193,15 @@ class HybridDrafter(Drafter):
                   "; ".join(window) or "no source asked")
         gate.asked, gate.lookup_s, gate.saved, gate.drafted = 0, {}, {}, {}
 
-    def _model_pays(self, token_s: float, thr: float) -> None:
-        """Say in the stats when the draft model is not drafting because it costs more than it can save."""
-        if thr >= self.rate("model", START):
+    def _model_pays(self, token_s: float, thr: float, key: str = "model") -> None:
+        """Say in the stats when the draft model (or head `key`) is not drafting because it costs more than it can
+        save."""
+        if thr >= self.rate(key, START):
             step = self.costs.single_token_s()
-            self.switched_off["model"] = (f"a draft token costs {1000 * token_s:.1f} ms against a {1000 * step:.1f} "
-                                          "ms target step: not drafting (tried again now and then, to be priced anew)")
+            self.switched_off[key] = (f"a draft token costs {1000 * token_s:.1f} ms against a {1000 * step:.1f} "
+                                      "ms target step: not drafting (tried again now and then, to be priced anew)")
         else:
-            self.switched_off.pop("model", None)
+            self.switched_off.pop(key, None)
 
     def _threshold(self, extra_s: float = 0.0) -> float:
         """Minimum probability of being accepted for one more drafted row to pay off."""
@@ -251,6 +258,15 @@ class HybridDrafter(Drafter):
                     best = self._best_candidate(context + draft.tokens, room, cons, reach, thr, *(fb or ()))
                 if best is None and cons is not None and self.closers and draft.origins[-1:] != ["schema"]:
                     best = self._closer(cons, room, reach, thr)
+                for head, price in self.heads if best is None else ():
+                    # A head, like the draft model, only where no source has a guess (see below); before the model:
+                    # it reads the target's own hidden states and costs a layer, not a model. Once per proposal,
+                    # as llama.cpp's (its draft_max tokens): asked again it would read its own draft once more.
+                    if head.name in draft.origins:
+                        continue
+                    best = self._learned_candidate(head, price, 0.0, req, context + draft.tokens, room, cons, reach)
+                    if best is not None:
+                        break
                 if best is None and self.model is not None:
                     # Only where no source has a guess: asking the model beside a weak candidate (tried, issue 26)
                     # paid its whole draft for each proposal the candidate then won; on the H200 profile that took
@@ -426,23 +442,31 @@ class HybridDrafter(Drafter):
         return best
 
     def _model_candidate(self, req, context, room, cons, reach):
-        rates = self.rates.of_candidate("model", START)
-        token_s = self.model_price.price(self.model_cost_ratio * self.costs.single_token_s())
+        assert self.model is not None
+        return self._learned_candidate(self.model, self.model_price, self.model_cost_ratio, req, context, room, cons,
+                                       reach)
+
+    def _learned_candidate(self, drafter, price: ModelPrice, cost_ratio: float, req, context, room, cons, reach):
+        """The draft model's (or a head's) candidate, if its price lets it draft: `drafter` reports each call as a
+        ModelCall (last_call), tracked under its name."""
+        key = drafter.name
+        rates = self.rates.of_candidate(key, START)
+        token_s = price.price(cost_ratio * self.costs.single_token_s())
         thr = self._threshold(0.0 if self.rates.fixed else token_s)
         if not self.rates.fixed:
-            self._model_pays(token_s, thr)
+            self._model_pays(token_s, thr, key)
         trying = reach * rates[0] < thr
         if trying:
             # On this machine the draft model costs more than it saves right now. Now and then it runs anyway, to
             # be priced again (a first price may be wrong; a GPU warms up): what it drafts then is still judged.
-            if self.rates.fixed or not self.model_price.sat_out():
+            if self.rates.fixed or not price.sat_out():
                 return None
         else:
-            self.model_price.paid()
-        sub = DraftRequest(context, min(room, self.model.max_len), req.sampling, cons, req.rng)
-        d = self.model.propose(sub)
-        self.model_price.observe(self.model.last_call, anew=trying)
-        cand = Priced("model", d.tokens, "model", rates, START)
+            price.paid()
+        sub = DraftRequest(context, min(room, drafter.max_len), req.sampling, cons, req.rng)
+        d = drafter.propose(sub)
+        price.observe(drafter.last_call, anew=trying)
+        cand = Priced(key, d.tokens, key, rates, START)
         n, _ = self._take(cand, reach, thr)
         if n == 0:
             return None

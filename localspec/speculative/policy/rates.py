@@ -22,7 +22,10 @@ LINE = DEPTHS + 1
 # Prior acceptance of a candidate's first token, before anything is observed, per source key.
 PRIOR_FIRST = {"history": 0.75, "ngram": 0.5, "text": 0.5, "span": 0.7, "model": 0.7, "schema": 0.5, "bytes": 0.9,
                "close-next": 0.6, "close-end": 0.4, "tool": 0.8, "copy": 0.6,
-               "recall": 0.7}
+               "recall": 0.7,
+               # Draft heads: what their makers report for the first token (MTP about 0.8 at 2 tokens, llama.cpp's
+               # Qwen3.6 figures; EAGLE-3 and DFlash acceptance lengths of 3-5 imply 0.7 and more).
+               "mtp": 0.8, "eagle3": 0.7, "dflash": 0.7}
 UNKNOWN_PRIOR = 0.5  # a source not in the table
 WEAK_MATCH_FACTOR = 0.5  # a weak match's first token: this share of the source's prior
 # ... and of the tokens after a candidate's first one, which are usually right if it was.
