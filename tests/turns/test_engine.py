@@ -25,6 +25,7 @@ from localspec.tools import Policy, Toolbox
 from localspec.turns import Delta, TurnRequest
 from localspec.turns.engine import TurnEngine
 from localspec.turns.events import CALL, JSON, REASONING, TEXT, PromptRead, ReasoningWritten
+from localspec.turns.tool_choice import ToolChoice
 from tests.scripted_gguf import QWEN3_ANSWER, write_scripted_gguf
 
 # Qwen2.5: a few words, the tokenizer's own `<tool_call>` token, a call the grammar completes, then the end. The
@@ -114,6 +115,8 @@ def phases(result) -> list[str]:
 
 
 def request(*tools, **kw) -> TurnRequest:
+    if "choice" in kw:
+        kw["choice"] = ToolChoice.parse(kw["choice"])
     return TurnRequest(GenParams(max_tokens=kw.pop("max_tokens", 50)), tuple(tools), **kw)
 
 
