@@ -29,7 +29,8 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
     names = set(drafting.drafters)
     model = None
     if drafting.uses_model and pair.draft_ctx is not None:
-        model = ModelDrafter(pair.draft_ctx, max_len=drafting.draft_max, p_min=drafting.draft_p_min)
+        model = ModelDrafter(pair.draft_ctx, max_len=drafting.draft_max, p_min=drafting.draft_p_min,
+                             timings=pair.draft_timings)
     costs = costs or CostModel()
     dctx = pair.draft_ctx if model is not None else None  # its decodes are recorded in the stats
     if names <= {"model"}:

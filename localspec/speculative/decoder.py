@@ -180,6 +180,8 @@ class SpecEngine:
                 stats.draft_shapes = dctx.shapes - draft_mark[0]
                 stats.draft_decode_s = dctx.decode_s - draft_mark[1]
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
+            take_notes = getattr(self.drafter, "take_notes", None)
+            stats.drafting_notes = take_notes() if take_notes is not None else {}
             self.totals.merge(stats)
             if self.drafter is not None and stats.generated_tokens:
                 self.drafter.finish(run.history, len(prompt))  # what was generated, for a later request to draft
@@ -259,7 +261,9 @@ class SpecEngine:
         if self.drafter is None:
             return Draft()
         t0 = time.perf_counter()
-        draft = self.drafter.propose(DraftRequest(run.history, room, run.params.sampling, run.constraint, run.rng))
+        remaining = run.params.max_tokens - run.stats.generated_tokens
+        draft = self.drafter.propose(DraftRequest(run.history, room, run.params.sampling, run.constraint, run.rng,
+                                                  remaining))
         run.stats.draft_s += time.perf_counter() - t0
         draft.truncate(room)
         return draft
