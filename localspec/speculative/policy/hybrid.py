@@ -444,13 +444,13 @@ class HybridDrafter(Drafter):
         elif reach * rates[0] < thr:
             return False  # too far into this draft for its guess to pay: nothing to say about the model
         else:
-            why = self._catch_up_pays(req, context, room, rates, token_s, step)
-            if why is None:
+            not_yet = self._catch_up_pays(req, context, room, rates, token_s, step)
+            if not_yet is None:
                 if self._kinds.get(label) in ("price", "catch-up"):
                     self._on(label)
                 price.paid()
                 return True
-            self._off(label, "catch-up", why)
+            self._off(label, "catch-up", not_yet)
         if price.probe_due() and price.can_reprice:
             self.model.probe()
         return False
