@@ -125,6 +125,10 @@ class Context:
         # profile prices when projecting a run onto another machine (speculative/profile.py).
         self.shapes: Counter[tuple[int, int]] = Counter()
         self.decode_s = 0.0
+        # Hears every decode's (tokens, logits rows, seconds): a draft model prices itself by its own decodes
+        # (speculative/sources/draft_model.py), never by the wall time around them (a prefix read from disk, a
+        # catch-up of what it missed, are not a token's price).
+        self.on_decode: Callable[[int, int, float], None] | None = None
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
         self._n_vocab = model.n_vocab
         self._row_type = ctypes.c_float * model.n_vocab  # one logits row, viewed in place (no copy)
@@ -198,8 +202,12 @@ class Context:
         # (the cost model prices passes by it) instead of landing on whatever reads the first row.
         lib.llama_synchronize(self.ptr)
         self.tokens.extend(tokens)
-        self.shapes[(n, sum(flags))] += 1
-        self.decode_s += time.perf_counter() - t0
+        rows = sum(flags)
+        spent = time.perf_counter() - t0
+        self.shapes[(n, rows)] += 1
+        self.decode_s += spent
+        if self.on_decode is not None:
+            self.on_decode(n, rows, spent)
         if self.tap is not None:
             self.tap.decoded(base, n)  # before the next decode overwrites the rows
         self._last = (base, list(tokens), flags)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from localspec.runtime.compat import vocabulary_difference
 from localspec.runtime.context import Context, ContextSettings
@@ -26,6 +27,9 @@ class LoadedPair:
     translation: str | None = None
     head: LoadedHead | None = None  # the target's draft head (runtime/heads.py): its MTP layers or a head file
     head_note: str = ""  # why the target's own MTP layers do not draft (a build without the staging symbols)
+    # The draft's timed decodes at load, (tokens, logits rows, seconds): its single steps and one batch, so that its
+    # price per token and per caught-up token are known before it drafts (speculative/sources/draft_model.py).
+    draft_timings: tuple[tuple[int, int, float], ...] = ()
 
     def close(self) -> None:
         for obj in (self.head, self.draft_ctx, self.draft, self.target_ctx, self.target):
@@ -54,7 +58,9 @@ def load_pair(target_path, draft_path=None, *, target: ModelSettings = ModelSett
         tmodel.close()
         raise
     dctx = Context(dmodel, draft_ctx or ctx)
-    pair = LoadedPair(tmodel, Context(tmodel, ctx), dmodel, dctx, warm_up(dctx), translation)
+    timings: list[tuple[int, int, float]] = []
+    step_s = warm_up(dctx, observe=lambda *shape: timings.append(shape))
+    pair = LoadedPair(tmodel, Context(tmodel, ctx), dmodel, dctx, step_s, translation, draft_timings=tuple(timings))
     return _with_head(pair, heads, own_mtp, head_path, draft)
 
 
@@ -76,18 +82,25 @@ def _with_head(pair: LoadedPair, heads: bool, own_mtp: bool, head_path, settings
     return pair
 
 
-def warm_up(ctx: Context, max_steps: int = 12) -> float:
+CATCH_UP_PROBE = 32  # tokens of the one batch warm_up times: what a draft that missed some tokens pays per token
+
+
+def warm_up(ctx: Context, max_steps: int = 12, observe: Callable[[int, int, float], None] | None = None) -> float:
     """What one single-token decode of this context costs in steady state, so that the drafting policy knows a
     draft model's price before trying it mid-generation (on this CPU SmolLM2's Q4_1 copy costs as much as its F16
     target, which the file sizes do not tell, and one try costs a catch-up of the whole context).
 
     Throwaway decodes first, as llama.cpp's own tools do: the first decode pages the weights in, and a batch like
     the draft's catch-ups sets up its buffers; then single steps until their timings settle (runtime/timing.py:
-    on a GPU the first ones cost several times the later ones). The price is the median of the settled steps."""
+    on a GPU the first ones cost several times the later ones). The price is the median of the settled steps.
+
+    `observe` hears the settled steps and one batch of CATCH_UP_PROBE tokens timed after them (what catching up
+    costs per token: on this CPU 2.1 ms a token for SmolLM2's Q4_1 copy, a third of its 7 ms step)."""
     tok = ctx.model.bos if ctx.model.bos >= 0 else 0
     ctx.decode([tok])
-    if ctx.n_batch >= 8 and ctx.n_ctx > 8 + max_steps + 1:
-        ctx.decode([tok] * 8, "last")
+    batch = min(CATCH_UP_PROBE, ctx.n_batch, ctx.n_ctx - max_steps - 2)
+    if batch >= 8:
+        ctx.decode([tok] * batch, "last")
 
     def step() -> float:
         t0 = time.perf_counter()
@@ -95,5 +108,12 @@ def warm_up(ctx: Context, max_steps: int = 12) -> float:
         return time.perf_counter() - t0
 
     times = steady_state(step, max_steps=min(max_steps, ctx.n_ctx - ctx.n_past - 1))
+    if observe is not None:
+        for spent in times[-3:]:
+            observe(1, 1, spent)
+        if batch >= 8 and ctx.n_past + batch < ctx.n_ctx:
+            t0 = time.perf_counter()
+            ctx.decode([tok] * batch, "last")
+            observe(batch, 1, time.perf_counter() - t0)
     ctx.clear()
     return steady_median(times) if times else 0.0

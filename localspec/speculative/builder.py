@@ -33,6 +33,8 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
     translated = drafting.uses_model and pair.draft_ctx is not None and pair.translation is not None
     if drafting.uses_model and pair.draft_ctx is not None and not translated:
         model = ModelDrafter(pair.draft_ctx, max_len=drafting.draft_max, p_min=drafting.draft_p_min)
+        model = ModelDrafter(pair.draft_ctx, max_len=drafting.draft_max, p_min=drafting.draft_p_min,
+                             timings=pair.draft_timings)
     costs = costs or CostModel()
     dctx = pair.draft_ctx if drafting.uses_model else None  # its decodes are recorded in the stats
     # The target's head (MTP layers, an EAGLE-3 or DFlash file): drafts as long as the draft model would, and
@@ -53,7 +55,7 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
                     history=history, memory=memory, max_draft=drafting.max_draft,
                     generations=GenerationMemory(target.token_bytes, tokenize, log,
                                                  vocabulary_id(target.n_vocab, target.token_bytes) if log else ""),
-                    draft=DraftKit(pair.draft_ctx, target, drafting.draft_max, drafting.draft_p_min)
+                    draft=DraftKit(pair.draft_ctx, target, drafting.draft_max, drafting.draft_p_min, pair.draft_timings)
                     if translated and pair.draft_ctx is not None else None)
     if translated:
         model = build_model_source(kit, names)
@@ -68,6 +70,6 @@ def build_engine(pair: LoadedPair, drafting: DraftingConfig = DraftingConfig(), 
         # ... and the draft's own step, timed at load, replaces that guess (its price on this machine).
         model_token_s=pair.draft_token_s if model is not None else 0.0, heads=heads)
     if drafting.uses_heads and pair.head_note:
-        hybrid.switched_off["head"] = pair.head_note  # stats, the panel and --json say why the MTP layers rest
+        hybrid.rest("head", pair.head_note)  # stats, the panel and --json say why the MTP layers rest
     return SpecEngine(pair.target_ctx, hybrid, cost_model=costs, draft_ctx=dctx, translated=translated,
                       head_ctx=pair.head.ctx if heads and pair.head is not None else None)

@@ -99,6 +99,18 @@ class CostModel:
         if self._coef is None or self._dirty >= REFIT_EVERY:
             self._fit()
 
+    def keep_latest(self, n_tokens: int, n_rows: int) -> None:
+        """Forget every timing of this shape but the latest: a measurement taken anew on purpose replaces what was
+        known (a draft model priced out by a first price taken before the machine settled: model_price.py)."""
+        times = self._shapes.get((n_tokens, n_rows))
+        if times:
+            latest = times[-1]
+            times.clear()
+            times.append(latest)
+            self._stale.add((n_tokens, n_rows))
+            self._single = None
+            self._fit()
+
     def _fit(self) -> None:
         """Re-price from the medians of each shape's recent timings (a few passes stalled by other processes,
         seconds instead of milliseconds, must not move the prices), each shape weighted by how often it was seen."""

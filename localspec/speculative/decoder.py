@@ -189,6 +189,8 @@ class SpecEngine:
                 stats.head_decode_s = hctx.decode_s - head_mark[1]
             stats.switched_off = dict(getattr(self.drafter, "switched_off", None) or {})
             stats.draft_translated = self.translated
+            take_notes = getattr(self.drafter, "take_notes", None)
+            stats.drafting_notes = take_notes() if take_notes is not None else {}
             self.totals.merge(stats)
             if self.drafter is not None and stats.generated_tokens:
                 self.drafter.finish(run.history, len(prompt))  # what was generated, for a later request to draft
@@ -268,7 +270,9 @@ class SpecEngine:
         if self.drafter is None:
             return Draft()
         t0 = time.perf_counter()
-        draft = self.drafter.propose(DraftRequest(run.history, room, run.params.sampling, run.constraint, run.rng))
+        remaining = run.params.max_tokens - run.stats.generated_tokens
+        draft = self.drafter.propose(DraftRequest(run.history, room, run.params.sampling, run.constraint, run.rng,
+                                                  remaining))
         run.stats.draft_s += time.perf_counter() - t0
         draft.truncate(room)
         return draft

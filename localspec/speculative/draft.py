@@ -48,6 +48,9 @@ class DraftRequest:
     sampling: SamplingParams
     constraint: Constraint | None = None  # the grammar, while a tool call (or a JSON response) is generated
     rng: np.random.Generator | None = None
+    # Tokens the generation may still produce (max_tokens less those generated; None: unknown): what a draft model
+    # that must first catch up on tokens it missed can still win back (policy/model_price.py).
+    remaining: int | None = None
 
 
 class Drafter(ABC):

@@ -69,6 +69,9 @@ class Stats:
     plain_decode_s: float = 0.0
     finish_reason: str = ""
     switched_off: dict[str, str] = field(default_factory=dict)  # drafters not drafting for now, and why
+    # The decisions about drafters made during this generation (a drafter switched off, or off for another reason
+    # than before), each said once: what the command line prints (switched_off is the standing state).
+    drafting_notes: dict[str, str] = field(default_factory=dict)
     source: str = ""  # who measured these figures: "" this engine, else a remote server ("llama-server", ...)
     remote_estimate: float | None = None  # a remote server's own speedup estimate (localspec serve reports one)
     # The target's verify passes by shape, (rows, logits rows) -> count, and the draft model's decodes likewise with
@@ -177,6 +180,7 @@ class Stats:
         self.target_token_s = other.target_token_s or self.target_token_s
         self.finish_reason = other.finish_reason
         self.switched_off = dict(other.switched_off)
+        self.drafting_notes.update(other.drafting_notes)
         self.source = other.source or self.source
         self.draft_translated = other.draft_translated or self.draft_translated
 
@@ -205,6 +209,7 @@ class Stats:
             "wall_s": round(self.wall_s, 4),
             "finish_reason": self.finish_reason,
             "switched_off": dict(self.switched_off),
+            "drafting_notes": dict(self.drafting_notes),
             **({"source": self.source} if self.source else {}),
             "pass_shapes": shape_list(self.pass_shapes),
             "draft_model_shapes": shape_list(self.draft_shapes),
@@ -222,7 +227,7 @@ class Stats:
         line = (f"{self.generated_tokens} tokens, {self.tokens_per_second:.1f} tok/s, "
                 f"{self.target_passes} target passes, accepted {self.accepted}/{self.drafted} ({rate}), "
                 f"{self.mean_accepted_length:.2f} tokens/pass, est. speedup {'–' if est is None else f'{est:.2f}x'}")
-        off = switched_off_text(self.switched_off)
+        off = switched_off_text(self.drafting_notes)
         if self.draft_translated:
             line += "; draft model translated (another tokenizer)"
         return line + (f"; {off}" if off else "")

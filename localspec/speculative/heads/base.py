@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 
+from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import Draft, Drafter, DraftRequest
 from localspec.speculative.sampling import constrained_argmax
-from localspec.speculative.sources.draft_model import ModelCall
+from localspec.speculative.sources.draft_model import STEADY_FEED, ModelCall
 
 if TYPE_CHECKING:
     from localspec.runtime.heads import LoadedHead
@@ -49,6 +50,13 @@ class HeadDrafter(Drafter):
         self.last_call = ModelCall()  # how the latest propose() went: what the hybrid prices the head by
         self.steps = 0  # drafting decodes, over the head's life (its catch-ups apart)
         self.fed = 0  # target rows it caught up on
+        # What its decodes cost on this machine, by shape: a drafted token's step (a DFlash block shared among the
+        # tokens it drafted) and its catch-ups, as the draft model's own decodes price it (policy/model_price.py).
+        self.costs = CostModel()
+
+    def behind(self, history: Sequence[int]) -> int:
+        """Target rows its cache lacks: what asking it now would feed first (rows, not `history`'s tokens)."""
+        return max(self.head.target.n_past - self.valid, 0)
 
     # -- what subclasses provide -------------------------------------------------------------------------------
     @abstractmethod
@@ -150,7 +158,11 @@ class HeadDrafter(Drafter):
             self.valid = min(self.valid, kept)
             decodes = sum(ctx.shapes.values()) - before
             self.steps += decodes
-            self.last_call = ModelCall(fed, t1 - t0, decodes, time.perf_counter() - t1, len(draft))
+            self.last_call = call = ModelCall(fed, t1 - t0, decodes, time.perf_counter() - t1, len(draft))
+            if decodes:
+                self.costs.observe(1, 1, call.steps_s / max(call.drafted, decodes))
+            if fed > STEADY_FEED:
+                self.costs.observe(fed, 1, call.feed_s)
         return draft
 
     def reset(self) -> None:

@@ -17,18 +17,10 @@ from localspec.speculative.constraint import Constraint
 from localspec.speculative.costs import PassPrices
 from localspec.speculative.draft import Candidate, CandidateDrafter, Draft, Drafter, DraftRequest
 from localspec.speculative.indexes.prefix import shared_len
-from localspec.speculative.policy.gate import MIN_COST_SHARE, SourceGate
-from localspec.speculative.policy.model_price import ModelPrice
-from localspec.speculative.policy.rates import (
-    FLOOR,
-    LINE,
-    PROSE,
-    START,
-    THRESHOLD_UNMEASURED,
-    AcceptanceRates,
-    base,
-    depth,
-)
+from localspec.speculative.policy.gate import MODEL, SourceGate, Verdict
+from localspec.speculative.policy.model_price import PLAUSIBLE, ModelPrice, proposal_gain, worth_catching_up
+from localspec.speculative.policy.pricing import Pricing
+from localspec.speculative.policy.rates import FLOOR, LINE, PROSE, START, AcceptanceRates, base, depth
 
 if TYPE_CHECKING:  # the draft model's module loads llama.cpp; the policy's tests run without it
     from localspec.speculative.heads.base import HeadDrafter
@@ -40,32 +32,10 @@ log = logging.getLogger("localspec.drafting")  # LOCALSPEC_LOG=debug: one line p
 # (',' and what merges with it), or the object or call ends.
 CLOSERS = ('"}}', ']}}', '"},', '"}', '",', '"]', ']}', '],', '}}', '"', ',', '}', ']')
 _CLOSER_HEADS = {c[:i] for c in CLOSERS for i in range(1, len(c))}  # forced text that may merge into a closer
-# Used when nothing is measured yet (and when seeded sampling must not depend on measurements): a pass's fixed
-# cost, a batch row, a logits row, in units of a plain step.
-UNIT_COSTS_UNMEASURED = (1.0, 0.08, 0.1)
-MIN_FIXED_SHARE = 0.2  # a pass's fixed cost is at least this share of a plain step, whatever the fit says
 
 
 def _closer_key(text: str) -> str:
     return "close-next" if text.endswith(",") else "close-end"
-
-
-def cut_length(probs: Sequence[float], forced: Sequence[bool], c0: float, c1: float, c2: float) -> int:
-    """Length of the draft prefix with the best expected gain, from the probability that verification reaches
-    each drafted token (`probs`, falling) and whether the grammar forces it. An accepted guess (a token the grammar
-    does not force) saves a whole target pass, its fixed cost c0; every drafted row costs c1, and a guess also needs
-    the logits of the row before it (c2): both are wasted when verification stops earlier. Forced tokens save
-    nothing by themselves (the next pass would carry them as well); they only carry the guesses after them. Ties go
-    to the longer prefix."""
-    best_n, best_v, v, prev = 0, 0.0, 0.0, 1.0
-    for i, (p, is_forced) in enumerate(zip(probs, forced)):
-        v -= (1 - p) * c1
-        if not is_forced:
-            v += p * c0 - (1 - prev) * c2
-        prev = p
-        if v >= best_v - 1e-12:
-            best_n, best_v = i + 1, v
-    return best_n
 
 
 class Priced:
@@ -117,21 +87,30 @@ class HybridDrafter(Drafter):
         self.model = model
         self.max_len = max_len
         self.rates = AcceptanceRates()
+        self.pricing = Pricing(costs, self.rates)
         self._keys: list[tuple[str, int] | None] = []  # acceptance bucket of each token of the last draft
-        # What one draft-model token costs (policy/model_price.py): measured from its steps, starting from the
-        # load-time steady-state timing, or a cost profile's draft step (that machine's price, fixed).
-        profile_draft = getattr(costs, "draft_step_s", None)
-        self.model_price = ModelPrice(model_token_s, fixed_s=profile_draft() if callable(profile_draft) else 0.0)
-        # Before any measurement: the draft's cost per token relative to a target step. Running it once just to
-        # measure would cost a catch-up prefill of the whole context, so a costly draft would never pay that back.
+        # What a draft-model token costs (policy/model_price.py): the draft context's own decodes, starting from
+        # the steps timed at load, or a cost profile's draft step (that machine's price, fixed). Before anything is
+        # measured, the file sizes' ratio of a target step (on a CPU decoding streams every weight once a step).
+        if model is not None and model_token_s and not model.costs.single_token_s():
+            for _ in range(3):
+                model.costs.observe(1, 1, model_token_s)
+        self.model_price = ModelPrice(model.costs if model is not None else None, profile=costs)
         self.model_cost_ratio = model_cost_ratio
         # The target's draft heads (speculative/heads/), each with its step timed at load: asked before the draft
-        # model, priced the same way (the profile's head step where a cost profile prices one).
-        profile_head = getattr(costs, "head_step_s", None)
-        self.heads = [(h, ModelPrice(step_s, fixed_s=profile_head(h.name) if callable(profile_head) else 0.0))
-                      for h, step_s in heads]
-        # Drafters not paying on this machine right now, and why (Stats.switched_off).
+        # model, and priced the same way, by their own decodes (the profile's head step where it prices one).
+        self.heads: list[tuple[HeadDrafter, ModelPrice]] = []
+        for head, step_s in heads:
+            if step_s and not head.costs.single_token_s():
+                for _ in range(3):
+                    head.costs.observe(1, 1, step_s)
+            self.heads.append((head, ModelPrice(head.costs, profile=costs, head=head.name)))
+        self._stepping = {MODEL} | {h.name for h, _ in self.heads}  # drafters paid by their steps, not lookups
+        # Drafters not drafting on this machine right now, and why (Stats.switched_off); the decisions new since
+        # the last generation ended, each said once (Stats.drafting_notes).
         self.switched_off: dict[str, str] = {}
+        self._kinds: dict[str, str] = {}  # label -> the kind of its standing decision
+        self._new: dict[str, str] = {}
         self._gates = {False: SourceGate(prose=False), True: SourceGate(prose=True)}
         self._now = self._gates[False]  # the gate of the latest proposal
 
@@ -143,8 +122,7 @@ class HybridDrafter(Drafter):
         saved = self._now.saved
         for key in self._keys[:n_accepted]:
             if key is not None:
-                k = base(key[0])
-                saved[k] = saved.get(k, 0) + 1
+                self._now.count(saved, base(key[0]))
         self.rates.learn(self._keys, n_accepted)
         if self.model is not None:
             self.model.observe(draft, n_accepted)
@@ -159,57 +137,61 @@ class HybridDrafter(Drafter):
     def finish(self, tokens: Sequence[int], prompt_len: int) -> None:
         for src in self.sources:
             src.finish(tokens, prompt_len)
+        for gate in self._gates.values():  # the next generation is new text (policy/gate.py)
+            gate.new_text()
+        model_labels = {MODEL} | {g.label(MODEL) for g in self._gates.values()}
+        for label in [k for k, kind in self._kinds.items() if kind == "gate" and k not in model_labels]:
+            self._on(label)
+
+    # -- what is said about it -------------------------------------------------------------------------------
+    def _off(self, label: str, kind: str, why: str) -> None:
+        """A drafter is off for now, for `why`; said again only when the kind of reason changes."""
+        self.switched_off[label] = why
+        if self._kinds.get(label) != kind:
+            self._kinds[label] = kind
+            self._new[label] = why
+
+    def _on(self, label: str) -> None:
+        self.switched_off.pop(label, None)
+        self._kinds.pop(label, None)
+        self._new.pop(label, None)
+
+    def rest(self, label: str, why: str) -> None:
+        """A drafter that cannot draft at all here (a head the llama.cpp build cannot run), said once."""
+        self._off(label, "build", why)
+
+    def take_notes(self) -> dict[str, str]:
+        """The decisions made since the last call (the engine asks at the end of each generation)."""
+        new, self._new = self._new, {}
+        return new
 
     # -- costs -----------------------------------------------------------------------------------------------
-    def _gate(self, gate: SourceGate) -> None:
-        """At the end of each window, rest the sources whose lookups cost more than their accepted tokens saved
-        (see SourceGate). A source keeps its note in `switched_off` until it has run again and paid."""
-        for key, n in gate.rest.items():
-            gate.rest[key] = n - 1
-        gate.asked += 1
-        if gate.asked < gate.window:
+    def _close_window(self, gate: SourceGate) -> None:
+        """At the end of each window, rest the sources (and the draft model) whose drafting cost more than their
+        accepted tokens saved (policy/gate.py). A source keeps its note in `switched_off` until it has run again
+        and paid."""
+        step = self.pricing.step_s()
+        verdicts = gate.tick(step, self.pricing.row_s())
+        if verdicts is None:
             return
-        step = self.costs.single_token_s()
-        window = []  # what the debug log says of each source asked
-        for src in self.sources:
-            key = src.rate_key
-            if key not in gate.lookup_s:
-                continue  # it sat out this window (or never looked)
-            spent, saved = gate.lookup_s[key], gate.saved.get(key, 0) * step
-            switch = "on"
-            if step and spent - saved > MIN_COST_SHARE * gate.asked * step and (gate.prose or gate.drafted.get(key, 0)):
-                gate.rest[key] = rest = gate.rest_for(key)
-                self.switched_off[gate.label(key)] = (
-                    f"lookups cost {1000 * spent / gate.asked:.3f} ms a step, saved {1000 * saved / gate.asked:.3f} "
-                    f"ms: off for {rest} steps")
-                switch = f"off for {rest}"
-            else:
-                gate.fails.pop(key, None)
-                self.switched_off.pop(gate.label(key), None)
-            window.append(f"{key} rows={gate.drafted.get(key, 0)} accepted={gate.saved.get(key, 0)} "
-                          f"lookup_ms={1000 * spent:.3f} saved_ms={1000 * saved:.3f} {switch}")
-        log.debug("gate window %s: %d proposals, step_ms=%.3f, resting=%s | %s", "prose" if gate.prose else "grammar",
-                  gate.asked, 1000 * step, sorted(k for k, n in gate.rest.items() if n > 0) or "-",
-                  "; ".join(window) or "no source asked")
-        gate.asked, gate.lookup_s, gate.saved, gate.drafted = 0, {}, {}, {}
+        for v in verdicts:
+            label = gate.label(v.key)
+            if v.rest:
+                self._off(label, "gate", self._gate_note(v))
+            elif self._kinds.get(label) == "gate":
+                self._on(label)
+        log.debug("gate window %s: step_ms=%.3f, resting=%s | %s", "prose" if gate.prose else "grammar", 1000 * step,
+                  sorted(k for k, n in gate.rest.items() if n > 0) or "-",
+                  "; ".join(f"{v.key} rows={v.drafted} accepted={v.accepted} spent_ms={1000 * v.spent_s:.3f} "
+                            f"saved_ms={1000 * v.saved_s:.3f} {'off for %d' % v.rest if v.rest else 'on'}"
+                            for v in verdicts) or "no source asked")
 
-    def _model_pays(self, token_s: float, thr: float, key: str = "model") -> None:
-        """Say in the stats when the draft model (or head `key`) is not drafting because it costs more than it can
-        save."""
-        if thr >= self.rate(key, START):
-            step = self.costs.single_token_s()
-            self.switched_off[key] = (f"a draft token costs {1000 * token_s:.1f} ms against a {1000 * step:.1f} "
-                                      "ms target step: not drafting (tried again now and then, to be priced anew)")
-        else:
-            self.switched_off.pop(key, None)
-
-    def _threshold(self, extra_s: float = 0.0) -> float:
-        """Minimum probability of being accepted for one more drafted row to pay off."""
-        t1 = self.costs.single_token_s()
-        if not t1 or self.rates.fixed:
-            return THRESHOLD_UNMEASURED
-        marginal = max(self.costs.cost(17, 17) - self.costs.cost(16, 16), 0.0)
-        return min(0.95, (marginal + extra_s) / t1)
+    def _gate_note(self, v: Verdict) -> str:
+        what = "its steps" if v.key in self._stepping else "its lookups"
+        if not v.drafted:
+            return f"{what} cost {1000 * v.spent_s:.1f} ms over the last steps and drafted nothing: off for {v.rest} steps"
+        return (f"{what} and rows cost {1000 * v.spent_s:.1f} ms over the last steps, and {v.accepted} of its "
+                f"{v.drafted} drafted tokens were accepted, saving {1000 * v.saved_s:.1f} ms: off for {v.rest} steps")
 
     # -- drafting --------------------------------------------------------------------------------------------
     def propose(self, req: DraftRequest) -> Draft:
@@ -221,13 +203,33 @@ class HybridDrafter(Drafter):
         cons = req.constraint
         self._now = self._gates[cons is None]
         if not self.rates.fixed:
-            self._gate(self._now)
+            self._close_window(self._now)
+        probs, tail = self._assemble(req, draft)
+        keep = self.pricing.cut(probs, draft.forced)
+        if tail:
+            # Forced tokens that end the grammar need no verify pass once they are all that is left (the engine
+            # emits them as they are), so after a guess they would only cost rows.
+            keep = min(keep, tail)
+        draft.truncate(keep)
+        del self._keys[keep:]
+        for key in self._keys:
+            if key is not None:
+                self._now.count(self._now.drafted, base(key[0]))
+        if cons is not None and self.schema and keep:
+            draft.next_forced = self._forced_after(cons, draft.tokens)
+        return draft
+
+    def _assemble(self, req: DraftRequest, draft: Draft) -> tuple[list[float], int | None]:
+        """Fill `draft` generously: forced tokens, then the best candidate where the grammar leaves a choice, until
+        the budget is spent or nothing is likely enough. Returns the probability that verification reaches each
+        token, and where forced tokens that complete the grammar begin (None if they do not)."""
         budget = min(req.max_len, self.max_len)
         reach = 1.0  # probability that verification gets this far
-        thr = FLOOR  # candidates are drafted generously, then cut where the expected gain peaks (_cut)
+        thr = FLOOR  # candidates are drafted generously, then cut where the expected gain peaks
         probs: list[float] = []  # reach after each drafted token
-        tail = None  # where forced tokens that complete the grammar begin
+        tail = None
         consumed = 0
+        cons = req.constraint
         context = list(req.history)
         ends_value = False  # the last candidate was a whole value (a span of the request): a closer comes next
         try:
@@ -249,29 +251,7 @@ class HybridDrafter(Drafter):
                         continue
                     if cons.done():
                         break
-                best = None
-                if ends_value and cons is not None and self.closers:
-                    best = self._closer(cons, room, reach, thr)
-                if best is None:
-                    # Forced text, unless a source agrees with it and goes further (a repeated call, a loop).
-                    fb = self._forced_bytes(cons, room, reach, thr) if cons is not None and self.schema else None
-                    best = self._best_candidate(context + draft.tokens, room, cons, reach, thr, *(fb or ()))
-                if best is None and cons is not None and self.closers and draft.origins[-1:] != ["schema"]:
-                    best = self._closer(cons, room, reach, thr)
-                for head, price in self.heads if best is None else ():
-                    # A head, like the draft model, only where no source has a guess (see below); before the model:
-                    # it reads the target's own hidden states and costs a layer, not a model. Once per proposal,
-                    # as llama.cpp's (its draft_max tokens): asked again it would read its own draft once more.
-                    if head.name in draft.origins:
-                        continue
-                    best = self._learned_candidate(head, price, 0.0, req, context + draft.tokens, room, cons, reach)
-                    if best is not None:
-                        break
-                if best is None and self.model is not None:
-                    # Only where no source has a guess: asking the model beside a weak candidate (tried, issue 26)
-                    # paid its whole draft for each proposal the candidate then won; on the H200 profile that took
-                    # Gemma's workspace suite from 4.99x to 1.94x projected at 4% more tokens a pass.
-                    best = self._model_candidate(req, context + draft.tokens, room, cons, reach)
+                best = self._choose(req, context + draft.tokens, room, reach, thr, ends_value, draft)
                 if best is None:
                     break
                 taken = 0
@@ -295,21 +275,37 @@ class HybridDrafter(Drafter):
         finally:
             if cons is not None and consumed:
                 cons.rollback(consumed)
-        keep = self._cut(draft, probs)
-        if tail:
-            # Forced tokens that end the grammar need no verify pass once they are all that is left (the engine
-            # emits them as they are), so after a guess they would only cost rows.
-            keep = min(keep, tail)
-        draft.truncate(keep)
-        del self._keys[keep:]
-        drafted = self._now.drafted
-        for key in self._keys:
-            if key is not None:
-                k = base(key[0])
-                drafted[k] = drafted.get(k, 0) + 1
-        if cons is not None and self.schema and keep:
-            draft.next_forced = self._forced_after(cons, draft.tokens)
-        return draft
+        return probs, tail
+
+    def _choose(self, req: DraftRequest, context: list[int], room: int, reach: float, thr: float,
+                ends_value: bool, draft: Draft) -> Priced | None:
+        """The candidate to draft next where the grammar leaves a choice (or in free text)."""
+        cons = req.constraint
+        best = None
+        if ends_value and cons is not None and self.closers:
+            best = self._closer(cons, room, reach, thr)
+        if best is None:
+            # Forced text, unless a source agrees with it and goes further (a repeated call, a loop).
+            fb = self._forced_bytes(cons, room, reach, thr) if cons is not None and self.schema else None
+            best = self._best_candidate(context, room, cons, reach, thr, *(fb or ()))
+        if best is None and cons is not None and self.closers and draft.origins[-1:] != ["schema"]:
+            best = self._closer(cons, room, reach, thr)
+        for head, price in self.heads if best is None else ():
+            # A head, like the draft model, only where no source has a guess (below); before the model: it reads
+            # the target's own hidden states and costs a layer, not a model. Once per proposal, as llama.cpp's (its
+            # draft_max tokens): asked again it would read its own draft once more.
+            if head.name in draft.origins:
+                continue
+            best = self._learned_candidate(head, price, 0.0, req, context, room, cons, reach)
+            if best is not None:
+                break
+        if best is None and self.model is not None:
+            # Only where no source has a guess: asking the model beside a weak candidate (tried, issue 26) paid its
+            # whole draft for each proposal the candidate then won; on the H200 profile that took Gemma's workspace
+            # suite from 4.99x to 1.94x projected at 4% more tokens a pass.
+            best = self._learned_candidate(self.model, self.model_price, self.model_cost_ratio, req, context, room,
+                                           cons, reach)
+        return best
 
     @staticmethod
     def _forced_after(cons: Constraint, tokens: list[int]) -> int | None:
@@ -320,25 +316,6 @@ class HybridDrafter(Drafter):
         finally:
             cons.rollback(n)
         return ff[0] if ff else None
-
-    def _cut(self, draft: Draft, probs: list[float]) -> int:
-        """Where to cut the draft (cut_length) with this machine's unit costs."""
-        return cut_length(probs, draft.forced, *self._unit_costs())
-
-    def _unit_costs(self) -> tuple[float, float, float]:
-        """(fixed cost of a pass, cost per row, cost per logits row), measured; fixed proportions when seeded."""
-        coef = None if self.rates.fixed else self.costs.coefficients()
-        t1 = self.costs.single_token_s()
-        if coef is None or not t1:
-            return UNIT_COSTS_UNMEASURED
-        _, c1, c2 = coef
-        # A row never costs more than a plain step of its own (a pass of two rows is cheaper than two passes); a fit
-        # over timings that other processes stalled can say otherwise (140 ms a row against a 38 ms step was seen
-        # while a compiler ran), which would stop all drafting. Such rows are scaled down to what a step allows.
-        over = (c1 + c2) / ((1 - MIN_FIXED_SHARE) * t1)
-        if over > 1:
-            c1, c2 = c1 / over, c2 / over
-        return max(t1 - c1 - c2, MIN_FIXED_SHARE * t1), c1, c2
 
     @staticmethod
     def _take(cand: Priced, reach, thr, row_share: float = 0.0, limit: int | None = None) -> tuple[int, float]:
@@ -354,24 +331,19 @@ class HybridDrafter(Drafter):
             value += max(reach - row_share, 0.0)
         return n, value
 
-    def _row_share(self) -> float:
-        """A drafted row's cost in units of a plain decoding step."""
-        c0, c1, c2 = self._unit_costs()
-        return (c1 + c2) / (c0 + c1 + c2)
-
     def _best_candidate(self, context, room, cons: Constraint | None, reach, thr, best=None, best_value=-1.0):
         """The sources' candidate with the highest score (`best`, scored `best_value`, unless one beats it).
         Where `best` is forced text, a source's tokens that spell it are tracked as forced text, not as its guess."""
-        share = self._row_share()
+        share = self.pricing.row_share()
         forced = best.toks if best is not None and best.key == "bytes" else []
         gate = self._now
         for src in self.sources:
             key = src.rate_key  # acceptance is tracked per source, even under a shared name
-            if gate.rest.get(key, 0) > 0 or (cons is None and src.grammar_only) or (src.remembers and self.rates.fixed):
+            if gate.resting(key) or (cons is None and src.grammar_only) or (src.remembers and self.rates.fixed):
                 continue
             t0 = time.perf_counter()
             found: Candidate | None = src.candidate(context, room, cons)
-            gate.lookup_s[key] = gate.lookup_s.get(key, 0.0) + time.perf_counter() - t0
+            gate.spend(key, time.perf_counter() - t0)
             if found is None or not found.tokens:
                 continue
             key = found.key + (PROSE if cons is None else "")
@@ -421,7 +393,7 @@ class HybridDrafter(Drafter):
         if not toks:
             return None
         cand = Priced("schema", toks, "bytes", self.rates.of_candidate("bytes", START), START)
-        n, value = self._take(cand, reach, thr, self._row_share())
+        n, value = self._take(cand, reach, thr, self.pricing.row_share())
         cand.toks = toks[:n]
         return (cand, value) if n else None
 
@@ -441,34 +413,82 @@ class HybridDrafter(Drafter):
             return None
         return best
 
-    def _model_candidate(self, req, context, room, cons, reach):
-        assert self.model is not None
-        return self._learned_candidate(self.model, self.model_price, self.model_cost_ratio, req, context, room, cons,
-                                       reach)
-
-    def _learned_candidate(self, drafter, price: ModelPrice, cost_ratio: float, req, context, room, cons, reach):
-        """The draft model's (or a head's) candidate, if its price lets it draft: `drafter` reports each call as a
-        ModelCall (last_call), tracked under its name."""
+    def _learned_candidate(self, drafter: ModelDrafter | HeadDrafter, price: ModelPrice, cost_ratio: float,
+                           req: DraftRequest, context: list[int], room: int, cons: Constraint | None,
+                           reach: float) -> Priced | None:
+        """The draft model's (or a head's) tokens, where asking it pays (policy/model_price.py says what it costs);
+        its acceptance is learned under its name."""
         key = drafter.name
         rates = self.rates.of_candidate(key, START)
-        token_s = price.price(cost_ratio * self.costs.single_token_s())
-        thr = self._threshold(0.0 if self.rates.fixed else token_s)
-        if not self.rates.fixed:
-            self._model_pays(token_s, thr, key)
-        trying = reach * rates[0] < thr
-        if trying:
-            # On this machine the draft model costs more than it saves right now. Now and then it runs anyway, to
-            # be priced again (a first price may be wrong; a GPU warms up): what it drafts then is still judged.
-            if self.rates.fixed or not price.sat_out():
+        if self.rates.fixed:  # seeded sampling: the priors and fixed proportions decide, nothing measured
+            thr = self.pricing.threshold()
+            if reach * rates[0] < thr:
                 return None
         else:
-            price.paid()
+            thr = self.pricing.threshold(self._token_s(price, cost_ratio))
+            if not self._asked(drafter, price, cost_ratio, req, context, room, reach, rates, thr):
+                return None
         sub = DraftRequest(context, min(room, drafter.max_len), req.sampling, cons, req.rng)
         d = drafter.propose(sub)
-        price.observe(drafter.last_call, anew=trying)
+        price.observe(drafter.last_call)
+        self._now.spend(key, drafter.last_call.steady_s)
         cand = Priced(key, d.tokens, key, rates, START)
         n, _ = self._take(cand, reach, thr)
         if n == 0:
             return None
         cand.toks = d.tokens[:n]
         return cand
+
+    def _token_s(self, price: ModelPrice, cost_ratio: float) -> float:
+        return price.token_s(cost_ratio * self.pricing.step_s())
+
+    def _asked(self, drafter: ModelDrafter | HeadDrafter, price: ModelPrice, cost_ratio: float, req: DraftRequest,
+               context: list[int], room: int, reach: float, rates: list[float], thr: float) -> bool:
+        """Whether the draft model (or a head) drafts now: it is not resting (the gate), its first token's
+        acceptance beats what a drafted token costs, and tokens it missed are worth catching up. While out it costs
+        nothing but, now and then, one step to be priced again, or, where a likelier acceptance than it has shown
+        would pay, a try whose tokens are judged (its acceptance learned)."""
+        label = drafter.name
+        token_s, step = self._token_s(price, cost_ratio), self.pricing.step_s()
+        # A head has no step of its own to time apart from drafting: it is priced again when it is tried.
+        probe = getattr(drafter, "probe", None) if price.can_reprice else None
+        if self._now.resting(label):
+            pass  # the gate's note stands
+        elif rates[0] < thr:
+            measured = (label, START) in self.rates.learned
+            why = ("its tokens cost {:.1f} ms against a {:.1f} ms target step, so at least {:.0%} of them must be "
+                   "accepted to pay, and {} {:.0%}: not drafting (priced again now and then; --no-draft does not "
+                   "load it)").format(1000 * token_s, 1000 * step, thr, "it gets" if measured else "expected",
+                                      rates[0])
+            self._off(label, "price", why)
+            if price.probe_due():
+                if reach == 1.0 and thr <= PLAUSIBLE and self._catch_up_pays(drafter, price, req, context, room,
+                                                                             [PLAUSIBLE], token_s, step) is None:
+                    return True  # a try: judged like any draft, so its acceptance is learned
+                if probe is not None:
+                    probe()
+            return False
+        elif reach * rates[0] < thr:
+            return False  # too far into this draft for its guess to pay: nothing to say about the drafter
+        else:
+            not_yet = self._catch_up_pays(drafter, price, req, context, room, rates, token_s, step)
+            if not_yet is None:
+                if self._kinds.get(label) in ("price", "catch-up"):
+                    self._on(label)
+                price.paid()
+                return True
+            self._off(label, "catch-up", not_yet)
+        if price.probe_due() and probe is not None:
+            probe()
+        return False
+
+    def _catch_up_pays(self, drafter: ModelDrafter | HeadDrafter, price: ModelPrice, req: DraftRequest,
+                       context: list[int], room: int, rates: list[float], token_s: float, step: float) -> str | None:
+        """None when the tokens the drafter missed are worth catching up at acceptance `rates`, else why not."""
+        behind = drafter.behind(context)
+        gain, per = proposal_gain(rates, step, token_s, self.pricing.row_s(), min(room, drafter.max_len))
+        catch_up = price.catch_up_s(behind)
+        if worth_catching_up(behind, catch_up, gain, per, req.remaining):
+            return None
+        return (f"it would pay, but catching up the {behind} tokens it missed would cost {1000 * catch_up:.0f} ms, "
+                "more than it can win back in this reply: not drafting")

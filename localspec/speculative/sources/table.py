@@ -36,6 +36,7 @@ class DraftKit:
     target: Vocabulary  # the target's vocabulary (runtime Model)
     max_len: int  # draft_max
     p_min: float  # draft_p_min
+    timings: tuple[tuple[int, int, float], ...] = ()  # its decodes timed at load (LoadedPair.draft_timings)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ SOURCES: tuple[SourceRow, ...] = (
     SourceRow("ngram", lambda k: CopyDrafter(k.token_bytes, k.plain, max_len=k.max_draft, memory=k.memory)),
     # A draft model of another family: its text, tokenized with the target's vocabulary.
     SourceRow("model", lambda k: TranslatedDrafter(k.draft.ctx, k.draft.target, max_len=k.draft.max_len,
-                                                   p_min=k.draft.p_min) if k.draft else None, model_slot=True),
+                                                   p_min=k.draft.p_min, timings=k.draft.timings)
+              if k.draft else None, model_slot=True),
 )
 
 

@@ -18,7 +18,7 @@ policy/model_price.py), with the translation's time in its price (ModelCall.tran
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -36,10 +36,15 @@ class TranslatedDrafter(ModelDrafter):
 
     translated = True
 
-    def __init__(self, ctx: Context, target: Vocabulary, *, max_len: int = 8, p_min: float = 0.75):
-        super().__init__(ctx, max_len=max_len, p_min=p_min)
+    def __init__(self, ctx: Context, target: Vocabulary, *, max_len: int = 8, p_min: float = 0.75,
+                 timings: Sequence[tuple[int, int, float]] = ()):
+        super().__init__(ctx, max_len=max_len, p_min=p_min, timings=timings)
         self.context = DraftContext(target, ctx.model)
         self.back = Retokenizer(target)
+
+    def behind(self, history: Sequence[int]) -> int:
+        """Draft tokens its cache lacks for the target's `history` (translated as propose would: incremental)."""
+        return super().behind(self.context.sync(history))
 
     def propose(self, req: DraftRequest) -> Draft:
         draft = Draft()

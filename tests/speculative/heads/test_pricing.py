@@ -45,14 +45,15 @@ def test_the_hybrid_prices_a_head_by_its_load_time_step_or_the_profiles(head_fil
         assert pair.head is not None and pair.head.step_s > 0  # timed at load, in steady state
         engine = build_engine(pair, DraftingConfig(drafters=("head",), draft_p_min=0.0))
         (head, price), = engine.drafter.heads
-        assert price.token_s == pair.head.step_s and price.fixed_s == 0.0
+        assert price.token_s() == pytest.approx(pair.head.step_s) and price.fixed_s == 0.0
         profile = head_profile(token_s=0.002)
         engine = build_engine(pair, DraftingConfig(drafters=("head",), draft_p_min=0.0), costs=profile)
         (head, price), = engine.drafter.heads
-        assert price.price(0.0) == 0.002  # that machine's price, whatever this one measures
+        assert price.token_s() == 0.002  # that machine's price, whatever this one measures
         engine._calibrate = False
         stats = engine.generate(pair.target.tokenize("read the file name"), GenParams(max_tokens=16)).stats
         assert stats.head_shapes and stats.head_decode_s > 0  # its decodes, for the projection
         assert head.last_call.drafted > 0
+        assert price.token_s() == 0.002  # its own decodes, measured here, do not move that price
     finally:
         pair.close()

@@ -125,3 +125,34 @@ def test_a_lookup_that_costs_next_to_nothing_is_never_rested():
         h.propose(DraftRequest([1, 2, 3], 8, SamplingParams()))
     assert not h.switched_off and cheap.asked == 8 * PROSE_WINDOW
     assert MIN_COST_SHARE * 0.022 > 1e-4  # what it may cost a step here (0.22 ms) is far above a dict lookup
+
+
+def test_in_prose_a_source_whose_guesses_fail_stops_within_a_few_passes_and_comes_back_with_new_text():
+    """Issue 34: the n-gram source drafted 72 prose tokens of a 128-token reply and 15 were accepted. Its lookups
+    were free, so only its rows cost: they count against what it saved, and it stops within a window."""
+    wrong = Source("ngram", [9, 9, 9], cost=0.0)
+    h = HybridDrafter(costs=_costs(), sources=[wrong], schema=False)
+    h.rates.learned.update({("ngram" + PROSE, b): 0.9 for b in (-2, -1, 1, 2, 3, 4)})  # it looks sure of itself
+    drafted = []
+    for _ in range(4 * PROSE_WINDOW):
+        d = h.propose(DraftRequest([1, 2, 3], 8, SamplingParams()))
+        drafted.append(len(d))
+        h.observe(d, 0)  # never right
+    # Drafted in its first window (its rates fall with each rejection until a guess no longer pays a row), then
+    # rested for two windows, then tried again, then rested twice as long.
+    assert all(drafted[:PROSE_WINDOW - 1]) and not any(drafted[PROSE_WINDOW:3 * PROSE_WINDOW - 1])
+    assert "ngram (prose)" in h.switched_off and "rows cost" in h.switched_off["ngram (prose)"]
+    asked = wrong.asked
+    h.finish([1, 2, 3, 4], 3)  # a new generation: new text, the source is looked up again at once
+    h.propose(DraftRequest([5, 6, 7], 8, SamplingParams()))
+    assert wrong.asked > asked and "ngram (prose)" not in h.switched_off
+
+
+def test_a_new_generation_does_not_end_the_draft_models_rest():
+    """A rested draft model comes back only when catching up pays (policy/model_price.py), not at every new
+    request: on `run --tools` that would catch up a 1,200-token tool prompt at each step."""
+    h = HybridDrafter(costs=_costs(), schema=False)
+    gate = h._gates[True]
+    gate.rest["model"], gate.rest["ngram"] = 50, 50
+    h.finish([1, 2], 1)
+    assert gate.rest == {"model": 50}

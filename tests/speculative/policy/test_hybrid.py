@@ -1,7 +1,7 @@
 """The hybrid drafting policy on literal numbers: no model, no llguidance, milliseconds.
 
 What is tested is the arithmetic that keeps being tuned: acceptance priors and how observations move them (EMA,
-DRIFT in policy/rates.py), when one more drafted row pays (_threshold, from the cost model), how far a candidate
+DRIFT in policy/rates.py), when one more drafted row pays (Pricing.threshold, from the cost model), how far a candidate
 is taken (_take, FLOOR) and where a draft is cut (cut_length). Every expected value below is worked out by hand in its comment, so
 a change to a constant or a formula fails here first. The grammar is a small scripted Constraint (the real one needs
 a model's vocabulary; tests/speculative/policy/test_choice_points.py drives the same policy on SmolLM2 with
@@ -14,7 +14,8 @@ import pytest
 
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, Draft, DraftRequest
-from localspec.speculative.policy.hybrid import LINE, PROSE, START, HybridDrafter, Priced, cut_length
+from localspec.speculative.policy.hybrid import LINE, PROSE, START, HybridDrafter, Priced
+from localspec.speculative.policy.pricing import cut_length
 from localspec.speculative.sampling import SamplingParams
 from tests.speculative.fakes import Script
 
@@ -106,7 +107,7 @@ def test_seeded_sampling_uses_priors_only():
     hybrid.rates.learned[("ngram", START)] = 0.1
     hybrid.rates.fixed = True  # what propose() sets for seeded sampling: drafts must replay exactly
     assert hybrid.rate("ngram", START) == 0.5
-    assert hybrid._threshold() == 0.15 and hybrid._unit_costs() == (1.0, 0.08, 0.1)
+    assert hybrid.pricing.threshold() == 0.15 and hybrid.pricing.unit_costs() == (1.0, 0.08, 0.1)
 
 
 def test_seeded_sampling_does_not_ask_a_source_that_remembers_earlier_generations():
@@ -124,28 +125,28 @@ def test_seeded_sampling_does_not_ask_a_source_that_remembers_earlier_generation
 # -- costs -----------------------------------------------------------------------------------------------------
 
 def test_threshold_is_a_rows_marginal_cost_over_a_plain_step():
-    assert HybridDrafter(costs=CostModel())._threshold() == 0.15  # nothing measured yet
+    assert HybridDrafter(costs=CostModel()).pricing.threshold() == 0.15  # nothing measured yet
     hybrid = HybridDrafter(costs=measured())
     step = C0 + C1 + C2  # 0.013: one plain decoding step
-    assert hybrid._threshold() == pytest.approx((C1 + C2) / step)  # 0.2308: a row and its logits
-    assert hybrid._threshold(0.005) == pytest.approx((C1 + C2 + 0.005) / step)  # 0.6154: the draft model's time
-    assert hybrid._threshold(1.0) == 0.95  # never more than that
+    assert hybrid.pricing.threshold() == pytest.approx((C1 + C2) / step)  # 0.2308: a row and its logits
+    assert hybrid.pricing.threshold(0.005) == pytest.approx((C1 + C2 + 0.005) / step)  # 0.6154: the draft model's time
+    assert hybrid.pricing.threshold(1.0) == 0.95  # never more than that
 
 
 def test_unit_costs_and_row_share():
     hybrid = HybridDrafter(costs=CostModel())
-    assert hybrid._unit_costs() == (1.0, 0.08, 0.1)  # before any measurement: fixed proportions
-    assert hybrid._row_share() == pytest.approx(0.18 / 1.18)
+    assert hybrid.pricing.unit_costs() == (1.0, 0.08, 0.1)  # before any measurement: fixed proportions
+    assert hybrid.pricing.row_share() == pytest.approx(0.18 / 1.18)
     hybrid = HybridDrafter(costs=measured())
-    assert hybrid._unit_costs() == pytest.approx((C0, C1, C2))
-    assert hybrid._row_share() == pytest.approx((C1 + C2) / (C0 + C1 + C2))  # 0.2308
+    assert hybrid.pricing.unit_costs() == pytest.approx((C0, C1, C2))
+    assert hybrid.pricing.row_share() == pytest.approx((C1 + C2) / (C0 + C1 + C2))  # 0.2308
     # Where rows cost almost a whole step, a pass's fixed cost is taken as at least a fifth of a step, and a row
     # with its logits at most the rest: 0.004 + 0.005 = 0.009 against a step of 0.010 is scaled by 0.008 / 0.009.
     hybrid = HybridDrafter(costs=measured(0.001, 0.004, 0.005))
-    assert hybrid._unit_costs() == pytest.approx((0.2 * 0.010, 0.004 * 8 / 9, 0.005 * 8 / 9))
+    assert hybrid.pricing.unit_costs() == pytest.approx((0.2 * 0.010, 0.004 * 8 / 9, 0.005 * 8 / 9))
     # A fit skewed by stalled timings (a row at 3.6 steps): scaled the same way, so drafting does not stop.
     hybrid = HybridDrafter(costs=measured(0.001, 0.02, 0.02))  # step 0.041, rows 0.04: 0.0328 / 0.04
-    assert hybrid._unit_costs() == pytest.approx((0.2 * 0.041, 0.02 * 0.82, 0.02 * 0.82))
+    assert hybrid.pricing.unit_costs() == pytest.approx((0.2 * 0.041, 0.02 * 0.82, 0.02 * 0.82))
 
 
 # -- how far a candidate goes, where the draft is cut --------------------------------------------------------
