@@ -110,8 +110,12 @@ def test_nothing_drafted_is_one_and_no_data_is_a_dash():
 
 def test_switched_off_reasons_reach_the_cli_summary_and_the_panel():
     why = "a draft token costs 22.1 ms against a 26.2 ms target step"
-    s = Stats(generated_tokens=11, target_passes=10, drafted=11, accepted=1, switched_off={"model": why})
+    s = Stats(generated_tokens=11, target_passes=10, drafted=11, accepted=1, switched_off={"model": why},
+              drafting_notes={"model": why})
     assert f"model drafter switched off: {why}" in s.summary()
+    # The command line says a decision once (the reply it was made in); the panel shows what stands.
+    s.drafting_notes = {}
+    assert "switched off" not in s.summary()
     v = StatsView.of(s)
     assert v.switched_off == {"model": why} and "off: model" in summary_line(v)
     from localspec.tui.widgets.stats_panel import switched_off_text
