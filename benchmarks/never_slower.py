@@ -12,7 +12,8 @@ Front ends, each on the product's own path and defaults:
   run    `localspec run PROMPT --json` (one process per request, as a user runs it)
   tools  `localspec run PROMPT --tools --json` in a scratch workspace (the agent loop, tool definitions in the prompt)
   serve  `localspec serve`, one request to /v1/chat/completions (a fresh server each repeat: no memory of the last)
-  app    the app's turn path without the screen: the session the app opens (tui/session.py) sends the message
+  app    the app's turn path without the screen: the session the app opens (tui/session.py) answers the message
+         (benchmarks/app_turn.py; the app's defaults: tools offered, one core left to the screen)
 
     python benchmarks/never_slower.py [--pairs smollm2,gemma] [--frontends run,tools,serve,app] [--reps 3]
 
@@ -144,7 +145,7 @@ def run_app(target, draft, config, prompt, max_tokens, home) -> dict:
     """The app's turn path, in a child process with the empty folders (benchmarks/app_turn.py)."""
     out = _localspec_script("app_turn.py", [*_model_args(target, draft, config), "--max-tokens", str(max_tokens),
                                             prompt], _env(home))
-    return {"stats": out["stats"], "text": out["text"]}
+    return {"stats": out["stats"], "text": out["text"] + json.dumps(out["tool_calls"])}
 
 
 def _localspec_script(name: str, args: list[str], env: dict) -> dict:
@@ -161,7 +162,7 @@ FRONTENDS = {"run": run_cli, "tools": run_tools, "serve": run_serve, "app": run_
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", default="smollm2,gemma", help=f"comma-separated: {', '.join(PAIRS)}")
-    ap.add_argument("--frontends", default="run,tools,serve", help=f"comma-separated: {', '.join(FRONTENDS)}")
+    ap.add_argument("--frontends", default="run,tools,serve,app", help=f"comma-separated: {', '.join(FRONTENDS)}")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--prompts", type=int, default=len(HELDOUT), help="how many of the held-out prompts")

@@ -38,19 +38,7 @@ def create_app(service: ChatService, api_key: str | Sequence[str] | None = None)
     keys = [api_key] if isinstance(api_key, str) else list(api_key or ())
 
     def check_key(request: Request) -> str:
-        """The request's tenant: the name of the key it carries ('' without keys); 401 without a valid one."""
-        if not keys:
-            return ""
-        got = request.headers.get("authorization", "")
-        scheme, _, token = got.partition(" ")
-        given = token.strip().encode()
-        found = ""
-        for i, key in enumerate(keys):  # every key compared, in constant time: which one matched is not timed
-            if hmac.compare_digest(given, key.encode()):
-                found = f"key{i + 1}"
-        if scheme.lower() != "bearer" or not found:
-            raise unauthorized()
-        return found
+        return tenant_of(keys, request.headers.get("authorization", ""))
 
     async def models(request: Request):
         check_key(request)
@@ -116,68 +104,6 @@ def create_app(service: ChatService, api_key: str | Sequence[str] | None = None)
             gone.cancel()
             job.cancel.set()  # finished, failed or abandoned: the engine must not keep generating for nobody
 
-    def _relay(loop, events: asyncio.Queue, *, stream: bool):
-        """The worker thread's events into the event loop's queue, waking the loop as seldom as serves the client.
-        Why: every wake-up runs Python on a core that llama.cpp's threads are using. On 2 cores (SmolLM2-135M F16,
-        256 tokens, after the compute thread fixed the larger loss, runtime/compute_thread.py) a non-streamed
-        request with default drafting ran at 99 / 380 / 399 tok/s (first, repeats) with this relay against 94 /
-        360 / 376 waking the loop for every event; target-only was the same either way. A whole response is built from the Done
-        event alone, so its text events are not sent; a stream gets them in batches, at most one wake-up per
-        RELAY_S: an event within RELAY_S of the last wake-up goes with the next one (the next token's, a step
-        later) or with the end."""
-        pending: list = []
-        state = {"queued": False, "last": 0.0}
-
-        def flush() -> None:  # in the event loop
-            state["queued"] = False
-            while pending:
-                events.put_nowait(pending.pop(0))
-
-        def emit(ev) -> None:  # called from the worker thread
-            final = isinstance(ev, (DoneEvent, ErrorEvent))
-            if not stream and not final:
-                return
-            pending.append(ev)
-            now = time.monotonic()
-            if state["queued"] or (not final and now - state["last"] < RELAY_S):
-                return
-            state["queued"], state["last"] = True, now
-            try:
-                loop.call_soon_threadsafe(flush)
-            except RuntimeError:  # the event loop is gone (shutdown)
-                pass
-        return emit
-
-    async def _disconnected(request: Request) -> None:
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-
-    async def _stream(events, job, rid, created, mid, include_usage):
-        try:
-            yield json.dumps(chunk(rid, created, mid, {"role": "assistant", "content": ""}))
-            while True:
-                ev = await events.get()
-                if isinstance(ev, Delta):
-                    key = "reasoning_content" if ev.kind == REASONING else "content"
-                    yield json.dumps(chunk(rid, created, mid, {key: ev.text}))
-                elif isinstance(ev, CallsEvent):
-                    yield json.dumps(chunk(rid, created, mid, stream_calls_delta(ev.calls)))
-                elif isinstance(ev, ErrorEvent):
-                    err = ev.error if isinstance(ev.error, APIError) else internal(str(ev.error))
-                    yield json.dumps(err.body())
-                    break
-                elif isinstance(ev, DoneEvent):
-                    stats = spec_stats(ev)
-                    if include_usage:  # OpenAI sends usage in an extra last chunk with no choices
-                        yield json.dumps(chunk(rid, created, mid, {}, ev.finish_reason))
-                        yield json.dumps(chunk(rid, created, mid, None, usage=usage(ev), localspec=stats))
-                    else:
-                        yield json.dumps(chunk(rid, created, mid, {}, ev.finish_reason, localspec=stats))
-                    break
-            yield "[DONE]"
-        finally:
-            job.cancel.set()  # also when the client disconnected mid-stream
-
     async def metrics(request: Request):
         return PlainTextResponse(service.metrics_text(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
@@ -207,3 +133,85 @@ def create_app(service: ChatService, api_key: str | Sequence[str] | None = None)
     app = Starlette(routes=routes, exception_handlers={APIError: api_error, HTTPException: http_error,  # type: ignore[dict-item]
                                                        Exception: crash})
     return app if keys else LoopbackOnly(app)  # no key: no web pages, no rebound DNS names
+
+
+def tenant_of(keys: Sequence[str], authorization: str) -> str:
+    """A request's tenant: the name of the key its Authorization header carries ('' without keys); 401 without a
+    valid one."""
+    if not keys:
+        return ""
+    got = authorization
+    scheme, _, token = got.partition(" ")
+    given = token.strip().encode()
+    found = ""
+    for i, key in enumerate(keys):  # every key compared, in constant time: which one matched is not timed
+        if hmac.compare_digest(given, key.encode()):
+            found = f"key{i + 1}"
+    if scheme.lower() != "bearer" or not found:
+        raise unauthorized()
+    return found
+
+
+def _relay(loop, events: asyncio.Queue, *, stream: bool):
+    """The worker thread's events into the event loop's queue, waking the loop as seldom as serves the client.
+    Why: every wake-up runs Python on a core that llama.cpp's threads are using. On 2 cores (SmolLM2-135M F16,
+    256 tokens, after the compute thread fixed the larger loss, runtime/compute_thread.py) a non-streamed
+    request with default drafting ran at 99 / 380 / 399 tok/s (first, repeats) with this relay against 94 /
+    360 / 376 waking the loop for every event; target-only was the same either way. A whole response is built from the Done
+    event alone, so its text events are not sent; a stream gets them in batches, at most one wake-up per
+    RELAY_S: an event within RELAY_S of the last wake-up goes with the next one (the next token's, a step
+    later) or with the end."""
+    pending: list = []
+    state = {"queued": False, "last": 0.0}
+
+    def flush() -> None:  # in the event loop
+        state["queued"] = False
+        while pending:
+            events.put_nowait(pending.pop(0))
+
+    def emit(ev) -> None:  # called from the worker thread
+        final = isinstance(ev, (DoneEvent, ErrorEvent))
+        if not stream and not final:
+            return
+        pending.append(ev)
+        now = time.monotonic()
+        if state["queued"] or (not final and now - state["last"] < RELAY_S):
+            return
+        state["queued"], state["last"] = True, now
+        try:
+            loop.call_soon_threadsafe(flush)
+        except RuntimeError:  # the event loop is gone (shutdown)
+            pass
+    return emit
+
+
+async def _disconnected(request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _stream(events, job, rid, created, mid, include_usage):
+    try:
+        yield json.dumps(chunk(rid, created, mid, {"role": "assistant", "content": ""}))
+        while True:
+            ev = await events.get()
+            if isinstance(ev, Delta):
+                key = "reasoning_content" if ev.kind == REASONING else "content"
+                yield json.dumps(chunk(rid, created, mid, {key: ev.text}))
+            elif isinstance(ev, CallsEvent):
+                yield json.dumps(chunk(rid, created, mid, stream_calls_delta(ev.calls)))
+            elif isinstance(ev, ErrorEvent):
+                err = ev.error if isinstance(ev.error, APIError) else internal(str(ev.error))
+                yield json.dumps(err.body())
+                break
+            elif isinstance(ev, DoneEvent):
+                stats = spec_stats(ev)
+                if include_usage:  # OpenAI sends usage in an extra last chunk with no choices
+                    yield json.dumps(chunk(rid, created, mid, {}, ev.finish_reason))
+                    yield json.dumps(chunk(rid, created, mid, None, usage=usage(ev), localspec=stats))
+                else:
+                    yield json.dumps(chunk(rid, created, mid, {}, ev.finish_reason, localspec=stats))
+                break
+        yield "[DONE]"
+    finally:
+        job.cancel.set()  # also when the client disconnected mid-stream
