@@ -35,6 +35,19 @@ def chat_pair(tmp_path_factory) -> tuple[Path, Path]:
     return target, draft
 
 
+@pytest.fixture(scope="session")
+def paying_pair(tmp_path_factory) -> tuple[Path, Path]:
+    """A pair whose draft pays on any machine (an 8-layer target whose last 7 layers add nothing, its first layer
+    as the draft: every token agreed, an eighth of the cost): the never-slower pricing lets it draft, so what the
+    app shows of draft-model tokens can be seen."""
+    from localspec.runtime.tinymodel import write_tiny_llama
+
+    d = tmp_path_factory.mktemp("tui-paying-pair")
+    target = write_tiny_llama(d / "t.gguf", n_ctx_train=8192, n_layer=8, quiet_from=1)
+    draft = write_tiny_llama(d / "d.gguf", base=target, n_layer=1, seed=1)
+    return target, draft
+
+
 def write_config(home_dir: Path, text: str) -> None:
     cfg = home_dir / "config" / "config.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)

@@ -149,6 +149,10 @@ def cmd_agent_run(args, remote=None) -> int:
                   file=sys.stderr)
         if conv is not None and session.conversation_id is None:
             session.resume(conv, record=False)  # --no-transcript (or no store): carried on, not saved
+        # `run --tools` asks for the tools, whatever a carried-on plain conversation was saved with; under
+        # --tool-choice none the model still sees them (as OpenAI's API does) and calls none, so the prompt's
+        # system + tools prefix is the one later runs restore
+        session.tools_on = True
         session.extra_meta = {"approve": "read-only" if args.read_only else args.approve}
         session.start_mcp(stderr_notice)  # MCP servers start while the model loads; stopped at the end
         info = session.load(remote or session.initial_selection())

@@ -128,13 +128,17 @@ def _perturb(w: dict[str, np.ndarray], rng: np.random.Generator, noise: float, n
 
 def write_tiny_llama(path, *, vocab: str = "a", seed: int = 0, n_layer: int = 2, n_embd: int = 64, n_head: int = 4,
                      n_ff: int = 128, n_ctx_train: int = 2048, dtype: str = "f32", base=None, noise: float = 0.0,
-                     chat_template: str | None = CHATML) -> Path:
+                     chat_template: str | None = CHATML, quiet_from: int | None = None) -> Path:
     """Write a tiny llama GGUF to `path` and return it as a Path.
 
     Same arguments -> byte-identical file. With `base` (path of another tiny model) the vocab, n_embd, n_ff, n_head,
     n_ctx_train and weights come from that file (`vocab`, `n_embd`, `n_ff`, `n_head`, `n_ctx_train` are ignored);
     the first `n_layer` layers are kept and every matrix gets Gaussian noise of std `noise` * (that matrix's std),
     drawn from `seed`.
+
+    `quiet_from`: layers from this index on add nothing to the residual stream (zero output projections): the
+    model costs all `n_layer` layers and predicts as its first `quiet_from` do, so a draft of those layers agrees
+    on every token and is cheap: a pair whose draft pays on any machine (tests of what drafting shows).
     """
     if dtype not in ("f32", "f16"):
         raise ValueError(f"dtype must be 'f32' or 'f16', got {dtype!r}")
@@ -154,6 +158,9 @@ def write_tiny_llama(path, *, vocab: str = "a", seed: int = 0, n_layer: int = 2,
         tokens, scores, types = _vocab(vocab)
         weights = _weights(rng, types, n_layer, n_embd, n_ff)
         weights = _perturb(weights, rng, noise, n_layer) if noise else weights
+    for i in range(quiet_from if quiet_from is not None else n_layer, n_layer):
+        for name in ("attn_output", "ffn_down"):
+            weights[f"blk.{i}.{name}.weight"] = np.zeros_like(weights[f"blk.{i}.{name}.weight"])
 
     path = Path(path)
     w = gguf.GGUFWriter(str(path), "llama")

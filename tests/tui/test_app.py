@@ -42,10 +42,10 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
-async def test_prompt_streams_text_and_live_stats_without_blocking_the_ui(chat_pair, workspace, home,
+async def test_prompt_streams_text_and_live_stats_without_blocking_the_ui(paying_pair, workspace, home,
                                                                            record_property):
     write_config(home, MODEL_ONLY)
-    app = make_app(chat_pair, workspace, max_tokens=240)
+    app = make_app(paying_pair, workspace, max_tokens=240)  # a draft that pays: the never-slower pricing lets it in
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         idle = await idle_baseline(pilot)  # the same timer with nothing to do: how late this machine makes it anyway
@@ -365,9 +365,9 @@ async def test_settings_screen_validates_and_saves(chat_pair, workspace, home):
 
 
 @pytest.mark.slow  # the app driven end to end (Pilot, real llama.cpp)
-async def test_copy_save_transcript_origins_and_palette(chat_pair, workspace, home):
+async def test_copy_save_transcript_origins_and_palette(paying_pair, workspace, home):
     write_config(home, MODEL_ONLY)
-    app = make_app(chat_pair, workspace, max_tokens=60)
+    app = make_app(paying_pair, workspace, max_tokens=60)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hello")

@@ -180,7 +180,8 @@ class HybridDrafter(Drafter):
                 self._off(label, "gate", self._gate_note(v))
             elif self._kinds.get(label) == "gate":
                 self._on(label)
-        log.debug("gate window %s: step_ms=%.3f, resting=%s | %s", "prose" if gate.prose else "grammar", 1000 * step,
+        log.debug("gate window %s: %d proposals, step_ms=%.3f, resting=%s | %s", "prose" if gate.prose else "grammar",
+                  gate.window, 1000 * step,
                   sorted(k for k, n in gate.rest.items() if n > 0) or "-",
                   "; ".join(f"{v.key} rows={v.drafted} accepted={v.accepted} spent_ms={1000 * v.spent_s:.3f} "
                             f"saved_ms={1000 * v.saved_s:.3f} {'off for %d' % v.rest if v.rest else 'on'}"

@@ -14,6 +14,7 @@ from localspec.tui.shown import line
 
 TITLE_CHARS = 48  # a longer title ends in "…"
 NARROW_TITLE_CHARS = 24
+FOLDER_CHARS = 32  # a deeper workspace path keeps its end ("…/project/ws"): the title needs the room more
 
 
 def short_path(path: Path) -> str:
@@ -68,6 +69,8 @@ class TopBar(Horizontal):
     def show_where(self, workspace: Path, tools: str, approval: str) -> None:
         """The right part: `tools` is "on", "off" or "next: NAME"."""
         folder = workspace.name if self.narrow else short_path(workspace)
+        if len(folder) > FOLDER_CHARS:
+            folder = "…" + folder[-(FOLDER_CHARS - 1):]
         key = "" if self.narrow else " (F6)"
         self._where = f"{folder} · tools {tools}{key} · approval {approval} "
         for bar in self.query("#where").results(Static):
