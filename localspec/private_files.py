@@ -140,15 +140,13 @@ def open_append(path: Path | str, *, within: Path | str | None = None, readable:
     return os.fdopen(fd, mode, encoding="utf-8", errors="replace")
 
 
-def write_new(path: Path | str, data: bytes | Iterable[bytes | memoryview], mode: int = FILE_MODE) -> None:
-    """Create `path` with `data` (or its parts in order: a large payload is not copied to join them), flushed to
-    disk; FileExistsError when anything (a file, a link, even a dangling one) is there."""
+def write_new(path: Path | str, data: bytes, mode: int = FILE_MODE) -> None:
+    """Create `path` with `data`; FileExistsError when anything (a file, a link, even a dangling one) is there."""
     path = Path(path)
     fd = os.open(path, _NEW, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
-            for part in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
-                fh.write(part)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
     except BaseException:

@@ -37,8 +37,6 @@ import struct
 from pathlib import Path
 from typing import Sequence
 
-from localspec.private_files import write_new
-
 MAGIC = b"LSPREFX1"  # "localspec prefix state", format 1
 FORMAT = 1
 MAC_BYTES = 32
@@ -93,7 +91,7 @@ def load_key(folder: Path) -> bytes:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
         except FileNotFoundError:
             try:
-                write_new(path, secrets.token_bytes(32))
+                _write_new(path, [secrets.token_bytes(32)])
             except FileExistsError:
                 pass  # another process made it first: read theirs
             continue
@@ -134,7 +132,7 @@ def write_state(path: Path, key: bytes, model: str, tokens: Sequence[int], paylo
     parts = [head, toks, payload]
     mac = _mac(key, parts)
     tmp = path.with_name(f".{secrets.token_hex(12)}.tmp")
-    write_new(tmp, [*parts, mac])
+    _write_new(tmp, [*parts, mac])
     try:
         os.replace(tmp, path)
         _sync_folder(path.parent)
@@ -191,6 +189,20 @@ def read_state(path: Path, key: bytes, model: str, expected: Sequence[int], max_
     del data[payload_at + payload_bytes:]  # in place: a state can be hundreds of megabytes
     del data[:payload_at]
     return data
+
+
+def _write_new(path: Path, parts: Sequence) -> None:
+    """Create `path` (O_EXCL|O_NOFOLLOW, 0600) with `parts` written in order, flushed to disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for part in parts:
+                fh.write(part)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        _unlink(path)
+        raise
 
 
 def _sync_folder(folder: Path) -> None:

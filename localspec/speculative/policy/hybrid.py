@@ -171,7 +171,7 @@ class HybridDrafter(Drafter):
         accepted tokens saved (policy/gate.py). A source keeps its note in `switched_off` until it has run again
         and paid."""
         step = self.pricing.step_s()
-        verdicts = gate.tick(step, self.pricing.row_s())
+        verdicts = gate.tick(step)
         if verdicts is None:
             return
         for v in verdicts:
@@ -213,9 +213,13 @@ class HybridDrafter(Drafter):
             keep = min(keep, tail)
         draft.truncate(keep)
         del self._keys[keep:]
+        # Each source is charged what its rows add to the pass (the measured curve: a draft's first row costs more
+        # than the next ones on a CPU), besides its lookups.
+        row_s = (self.pricing.draft_s(keep) / keep if keep else 0.0) or self.pricing.row_s()
         for key in self._keys:
             if key is not None:
                 self._now.count(self._now.drafted, base(key[0]))
+                self._now.spend(base(key[0]), row_s)
         if cons is not None and self.schema and keep:
             draft.next_forced = self._forced_after(cons, draft.tokens)
         return draft
