@@ -98,7 +98,9 @@ def _run_local(args, chat) -> int:
     render_s = time.perf_counter() - t0
     params = config.params
     sel = config.selection
-    chat.start(args.prompt, sel.pair or sel.target.name,
+    from localspec.agent.backend import describe
+
+    chat.start(args.prompt, describe(sel).label,  # "target + draft" as run --tools and the app name a pair
                {"pair_name": sel.pair, "target": str(sel.target), "draft": str(sel.draft) if sel.draft else None,
                 "temperature": params.sampling.temperature, "max_tokens": params.max_tokens})
     state = think.OFF if args.raw else think.reply_state(pair.target, pair.target.chat_template, tokens)

@@ -79,6 +79,15 @@ def test_raw_skips_chat_template(tiny_pair_paths):
     assert chat["text"] != raw["text"]
 
 
+@pytest.mark.slow  # the CLI in subprocesses
+def test_a_plain_run_saves_its_pair_with_the_draft(spec_json, tiny_pair_paths):
+    # `localspec sessions` and F4 name the pair as run --tools and the app do: "target + draft", not the target alone
+    proc = run_localspec("sessions", "show", spec_json["conversation"], "--json")
+    assert proc.returncode == 0, proc.stderr
+    target, draft = (Path(p).name for p in tiny_pair_paths)
+    assert json.loads(proc.stdout)["pair"] == f"{target} + {draft}"
+
+
 # -- streaming mode ----------------------------------------------------------------------------------------------
 @pytest.mark.slow  # the CLI in subprocesses
 def test_streaming_prints_text_and_one_line_summary(pair_args, spec_json):

@@ -77,3 +77,31 @@ async def test_a_notification_leaves_the_prompt_in_sight(chat_pair, workspace, h
         prompt = app.chat.query_one(PromptInput).region
         toasts = [t.region for t in app.screen.query(Toast)]
         assert toasts and not any(t.overlaps(prompt) for t in toasts), (toasts, prompt)
+
+
+async def test_the_top_bar_cuts_a_long_pair_before_the_status():
+    """--target and --draft file names fill 80 columns alone: the pair is cut with "…", the status stays whole and
+    apart from the workspace."""
+    from pathlib import Path
+
+    from textual.app import App
+
+    from localspec.tui.widgets.top_bar import TopBar
+
+    class Bar(App):
+        CSS = "#header {height: 1;} #topbar {width: 1fr; text-wrap: nowrap; text-overflow: ellipsis;} #where {width: auto;}"
+
+        def compose(self):
+            yield TopBar(id="header")
+
+    pair = "smollm2-135m-instruct-f16.gguf + SmolLM2-135M-Instruct.Q4_1.gguf"
+    for size, narrow in (((80, 24), True), ((120, 35), False)):
+        app = Bar()
+        async with app.run_test(size=size) as pilot:
+            bar = app.query_one(TopBar)
+            bar.show(narrow=narrow, pair=pair, status="generating… (Esc cancels)", title="Write a poem about the sea.")
+            bar.show_where(Path("/tmp/newcomer/ws"), "on", "ask")
+            await pilot.pause()
+            top = screen_text(app).splitlines()[0]
+            assert "generating…" in top and "smollm2-135m" in top and "…" in top, top
+            assert "approval ask" in top and "… · tools" not in top and "…ws" not in top, top

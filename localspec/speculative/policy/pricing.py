@@ -112,10 +112,10 @@ class Pricing:
         """What drafting `n` rows adds to a verify pass, in seconds (0.0 unmeasured): what the gate charges."""
         return sum(self.rows_s(n)) if n else 0.0
 
-    def cut(self, probs: Sequence[float], forced: Sequence[bool]) -> int:
-        """Where to cut a draft: each row priced by the measured pass curve (cut_by_rows); before anything is
-        measured, or while the rates are fixed, by the fixed unit costs (cut_length)."""
-        rows = self.rows_s(len(probs))
+    def cut(self, probs: Sequence[float], forced: Sequence[bool], by_rows: bool = True) -> int:
+        """Where to cut a draft: with `by_rows` each row priced by the measured pass curve (cut_by_rows); else, and
+        before anything is measured or while the rates are fixed, by the line fit's unit costs (cut_length)."""
+        rows = self.rows_s(len(probs)) if by_rows else []
         if rows:
             return cut_by_rows(probs, forced, self.costs.single_token_s(), rows)
         return cut_length(probs, forced, *self.unit_costs())

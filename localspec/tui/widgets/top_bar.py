@@ -52,10 +52,16 @@ class TopBar(Horizontal):
         status = self.status
         if self.narrow:  # the footer's "esc Stop" says it: the status keeps its room
             status = status.removesuffix(" (Esc cancels)")
-        rest = f" · {self.pair} · {status}"
+        pair = self.pair
         limit = NARROW_TITLE_CHARS if self.narrow else TITLE_CHARS
-        if self.size.width:  # the title gives way first: what the app is doing stays whole
-            limit = min(limit, self.size.width - len(self._where) - len(rest) - 1)
+        if self.size.width:  # the title gives way first, then the pair's file names: what the app is doing stays whole
+            room = self.size.width - len(self._where) - 1
+            pair_room = room - len(f" localspec ·  · {status}")
+            if len(pair) > pair_room:  # two --target/--draft file names fill 80 columns alone
+                pair = pair[:pair_room - 1].rstrip() + "…" if pair_room >= 4 else ""
+        rest = f" · {pair} · {status}" if pair else f" · {status}"
+        if self.size.width:
+            limit = min(limit, room - len(rest) - 1)  # head starts with a space
         shown = self.title
         if len(shown) > limit:  # cut with "…", or left out where not even a few characters fit
             shown = shown[:limit - 1].rstrip() + "…" if limit >= 4 else ""
