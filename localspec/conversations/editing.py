@@ -44,10 +44,15 @@ class SavedCopy:
         self.store.delete_messages(self.cid, start - offset, stop - offset)
 
     def retitle(self, first_before: str, first_now: str | None) -> None:
-        """The first question went: a title made from it follows the new first one (a title the user gave stays)."""
+        """The first question went: a title made from it follows the new first one, or goes with the last question
+        (the next one names the chat: a deleted question's text stays nowhere); a title the user gave stays."""
         title = self.store.get(self.cid, messages=False).title
-        if first_now and title == title_from(first_before):
+        if title != title_from(first_before):
+            return
+        if first_now:
             self.store.rename(self.cid, title_from(first_now))
+        else:
+            self.store.untitle(self.cid)
 
 
 def remove(history: list[dict], start: int, stop: int | None, saved: SavedCopy | None) -> str | None:

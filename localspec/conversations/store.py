@@ -211,6 +211,10 @@ class ConversationStore:  # `builtins.list` below: the method list() shadows the
         self._write("UPDATE conversations SET title = ? WHERE id = ?", (title, cid), must_change=cid)
         return title
 
+    def untitle(self, cid: str) -> None:
+        """No title until the next question names it (its only question was deleted: its text must not stay)."""
+        self._write("UPDATE conversations SET title = '' WHERE id = ?", (cid,), must_change=cid)
+
     def delete(self, cid: str) -> None:
         self._write("DELETE FROM conversations WHERE id = ?", (cid,), must_change=cid)
 

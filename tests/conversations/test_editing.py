@@ -71,3 +71,13 @@ def test_a_store_that_fails_is_reported_and_the_history_still_changes(tmp_path):
     store.close()
     gone, error = editing.delete_exchange(history, 0, saved)
     assert gone == 2 and error and [m["content"] for m in history] == ["be brief", "two", "re: two"]
+
+
+def test_deleting_the_only_question_takes_its_title_too(tmp_path):
+    """Found on a newcomer's walk: the chat kept the deleted question as its title (export name, sessions, F4)."""
+    store, cid, history = conversation(tmp_path, "Count from 1 to 10.")
+    saved = SavedCopy(store, cid)
+    editing.delete_exchange(history, 0, saved)
+    assert store.get(cid).title == ""
+    store.add_message(cid, {"role": "user", "content": "Say hi."})
+    assert store.get(cid).title == "Say hi."  # the next question names it
