@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
+from localspec.agent.backend import describe
 from localspec.commands.agent_run import add_agent_args, cmd_agent_run
 from localspec.commands.reasoning_output import ReasoningPrinter
 from localspec.commands.run_remote import cmd_remote_run
@@ -98,8 +99,6 @@ def _run_local(args, chat) -> int:
     render_s = time.perf_counter() - t0
     params = config.params
     sel = config.selection
-    from localspec.agent.backend import describe
-
     chat.start(args.prompt, describe(sel).label,  # "target + draft" as run --tools and the app name a pair
                {"pair_name": sel.pair, "target": str(sel.target), "draft": str(sel.draft) if sel.draft else None,
                 "temperature": params.sampling.temperature, "max_tokens": params.max_tokens})

@@ -209,7 +209,8 @@ class HybridDrafter(Drafter):
         # In prose each row is priced by the measured pass curve (policy/pricing.py: a draft's first row costs half
         # a step on a CPU); under a grammar, where drafts are long copies and forced text, by the line fit, which
         # the tool-call and edit suites were tuned on (the curve there cut Gemma F16's edits from 2.9x to 1.1x).
-        keep = self.pricing.cut(probs, draft.forced, by_rows=cons is None)
+        rows = self.pricing.rows_s(len(probs)) if cons is None else []
+        keep = self.pricing.cut(probs, draft.forced, rows)
         if tail:
             # Forced tokens that end the grammar need no verify pass once they are all that is left (the engine
             # emits them as they are), so after a guess they would only cost rows.
@@ -218,7 +219,7 @@ class HybridDrafter(Drafter):
         del self._keys[keep:]
         # Each source is charged what its rows add to the pass (the measured curve: a draft's first row costs more
         # than the next ones on a CPU), besides its lookups.
-        row_s = (self.pricing.draft_s(keep) / keep if keep and cons is None else 0.0) or self.pricing.row_s()
+        row_s = (sum(rows[:keep]) / keep if keep and rows else 0.0) or self.pricing.row_s()
         for key in self._keys:
             if key is not None:
                 self._now.count(self._now.drafted, base(key[0]))

@@ -108,14 +108,9 @@ class Pricing:
         # never more than a step of its own (a stalled timing), never negative (a GPU's 2-row pass can be cheaper)
         return [min(max(b - a, 0.0), t1) for a, b in zip(passes, passes[1:])]
 
-    def draft_s(self, n: int) -> float:
-        """What drafting `n` rows adds to a verify pass, in seconds (0.0 unmeasured): what the gate charges."""
-        return sum(self.rows_s(n)) if n else 0.0
-
-    def cut(self, probs: Sequence[float], forced: Sequence[bool], by_rows: bool = True) -> int:
-        """Where to cut a draft: with `by_rows` each row priced by the measured pass curve (cut_by_rows); else, and
-        before anything is measured or while the rates are fixed, by the line fit's unit costs (cut_length)."""
-        rows = self.rows_s(len(probs)) if by_rows else []
+    def cut(self, probs: Sequence[float], forced: Sequence[bool], rows: Sequence[float] = ()) -> int:
+        """Where to cut a draft: with `rows` (rows_s) each row priced by the measured pass curve (cut_by_rows);
+        without, by the line fit's unit costs (cut_length)."""
         if rows:
             return cut_by_rows(probs, forced, self.costs.single_token_s(), rows)
         return cut_length(probs, forced, *self.unit_costs())
