@@ -121,7 +121,8 @@ async def test_engine_errors_show_as_a_message(chat_pair, workspace, home, tmp_p
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hi")
-        await wait_for(pilot, lambda: not app.chat.busy, what="the turn to fail")
+        # the error message itself: the turn can end (busy off) a moment before its message is in the log
+        await wait_for(pilot, lambda: messages(app, "error") and not app.chat.busy, what="the turn to fail")
         errors = messages(app, "error")
         assert errors and "does not fit" in errors[-1].text
 
