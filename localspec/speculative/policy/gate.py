@@ -78,10 +78,9 @@ class SourceGate:
         fails = self.fails[key] = self.fails.get(key, 0) + 1
         return min(self.window << fails, PROSE_REST_MAX)
 
-    def tick(self, step_s: float) -> list[Verdict] | None:
-        """One proposal: the rests run down, and at a window's end every source asked in it is judged against a
-        target step of `step_s` (what it spent: its lookups and what its rows added to the passes, both `spend`);
-        returns the verdicts then, None within a window."""
+    def tick(self, step_s: float, row_s: float) -> list[Verdict] | None:
+        """One proposal: the rests run down, and at a window's end every source asked in it is judged (a target
+        step of `step_s` and a drafted row of `row_s`); returns the verdicts then, None within a window."""
         for key, n in self.rest.items():
             self.rest[key] = n - 1
         self.asked += 1
@@ -90,7 +89,7 @@ class SourceGate:
         verdicts = []
         for key, lookups in self.lookup_s.items():
             drafted, accepted = self.drafted.get(key, 0), self.saved.get(key, 0)
-            spent, saved = lookups, accepted * step_s
+            spent, saved = lookups + drafted * row_s, accepted * step_s
             rest = 0
             if step_s and spent - saved > MIN_COST_SHARE * self.asked * step_s and (self.prose or drafted):
                 rest = self.rest[key] = self.rest_for(key)

@@ -171,7 +171,7 @@ class HybridDrafter(Drafter):
         accepted tokens saved (policy/gate.py). A source keeps its note in `switched_off` until it has run again
         and paid."""
         step = self.pricing.step_s()
-        verdicts = gate.tick(step)
+        verdicts = gate.tick(step, self.pricing.row_s())
         if verdicts is None:
             return
         for v in verdicts:
@@ -206,24 +206,16 @@ class HybridDrafter(Drafter):
         if not self.rates.fixed:
             self._close_window(self._now)
         probs, tail = self._assemble(req, draft)
-        # In prose each row is priced by the measured pass curve (policy/pricing.py: a draft's first row costs half
-        # a step on a CPU); under a grammar, where drafts are long copies and forced text, by the line fit, which
-        # the tool-call and edit suites were tuned on (the curve there cut Gemma F16's edits from 2.9x to 1.1x).
-        rows = self.pricing.rows_s(len(probs)) if cons is None else []
-        keep = self.pricing.cut(probs, draft.forced, rows)
+        keep = self.pricing.cut(probs, draft.forced)
         if tail:
             # Forced tokens that end the grammar need no verify pass once they are all that is left (the engine
             # emits them as they are), so after a guess they would only cost rows.
             keep = min(keep, tail)
         draft.truncate(keep)
         del self._keys[keep:]
-        # Each source is charged what its rows add to the pass (the measured curve: a draft's first row costs more
-        # than the next ones on a CPU), besides its lookups.
-        row_s = (sum(rows[:keep]) / keep if keep and rows else 0.0) or self.pricing.row_s()
         for key in self._keys:
             if key is not None:
                 self._now.count(self._now.drafted, base(key[0]))
-                self._now.spend(base(key[0]), row_s)
         if cons is not None and self.schema and keep:
             draft.next_forced = self._forced_after(cons, draft.tokens)
         return draft

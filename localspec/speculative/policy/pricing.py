@@ -33,22 +33,6 @@ def cut_length(probs: Sequence[float], forced: Sequence[bool], c0: float, c1: fl
     return best_n
 
 
-def cut_by_rows(probs: Sequence[float], forced: Sequence[bool], step: float, rows: Sequence[float]) -> int:
-    """cut_length with each drafted row priced apart: `rows[i]` is what the pass's (i + 2)-th row adds (logits
-    included), `step` a plain step. Why: on a CPU the first row of a draft costs far more than the next ones (SmolLM2
-    F16 on 2 cores: a pass of 2 rows 11.2 ms against a 7.4 ms step, then 0.6 ms a row to 4), which a line through
-    every pass size prices at 1 ms: prose guesses at 20-30% acceptance looked worth their rows and cost 5-16%. An
-    accepted guess costs its row instead of a step of its own (step - row saved); a rejected one, its row; a forced
-    token is carried by the next pass anyway, so it costs its row only where verification stops before it."""
-    best_n, best_v, v = 0, 0.0, 0.0
-    for i, (p, is_forced) in enumerate(zip(probs, forced)):
-        row = rows[min(i, len(rows) - 1)]
-        v += -(1 - p) * row if is_forced else p * step - row
-        if v >= best_v - 1e-12:
-            best_n, best_v = i + 1, v
-    return best_n
-
-
 class Pricing:
     """The pass prices as the policy reads them. While the rates are fixed (seeded sampling, which must replay
     exactly) every answer is independent of what was measured."""
@@ -98,19 +82,6 @@ class Pricing:
         marginal = max(self.costs.cost(17, 17) - self.costs.cost(16, 16), 0.0)
         return min(0.95, (marginal + extra_s) / t1)
 
-    def rows_s(self, n: int) -> list[float]:
-        """What each of `n` drafted rows adds to a verify pass, in seconds, from the measured pass curve (the
-        profile's on another machine); [] before anything is measured or while the rates are fixed."""
-        t1 = self.costs.single_token_s()
-        if not t1 or self.fixed or n < 1 or self.costs.coefficients() is None:
-            return []
-        passes = [self.costs.cost(k, k) for k in range(1, n + 2)]
-        # never more than a step of its own (a stalled timing), never negative (a GPU's 2-row pass can be cheaper)
-        return [min(max(b - a, 0.0), t1) for a, b in zip(passes, passes[1:])]
-
-    def cut(self, probs: Sequence[float], forced: Sequence[bool], rows: Sequence[float] = ()) -> int:
-        """Where to cut a draft: with `rows` (rows_s) each row priced by the measured pass curve (cut_by_rows);
-        without, by the line fit's unit costs (cut_length)."""
-        if rows:
-            return cut_by_rows(probs, forced, self.costs.single_token_s(), rows)
+    def cut(self, probs: Sequence[float], forced: Sequence[bool]) -> int:
+        """Where to cut a draft (cut_length) with this machine's unit costs."""
         return cut_length(probs, forced, *self.unit_costs())

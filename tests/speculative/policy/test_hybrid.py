@@ -15,8 +15,7 @@ import pytest
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, Draft, DraftRequest
 from localspec.speculative.policy.hybrid import LINE, PROSE, START, HybridDrafter, Priced
-from localspec.speculative.policy.pricing import Pricing, cut_by_rows, cut_length
-from localspec.speculative.policy.rates import AcceptanceRates
+from localspec.speculative.policy.pricing import cut_length
 from localspec.speculative.sampling import SamplingParams
 from tests.speculative.fakes import Script
 
@@ -281,39 +280,3 @@ def test_a_line_start_prices_the_draft_down():
         hybrid.rates.learned.update({("ngram", b): 0.99 for b in (START, 1, 2, 3, 4)} | {("ngram", LINE): 0.05})
         return len(hybrid.propose(DraftRequest([0], 32, SamplingParams(), Script([set(range(20, 40))] * 20))))
     assert cut_at(()) == 20 and cut_at((6,)) == 6
-
-
-# Each row priced apart (cut_by_rows): a draft's first row can cost half a step on a CPU and the next ones little.
-@pytest.mark.parametrize("probs, forced, rows, n", [
-    ([0.3, 0.21, 0.15], [False] * 3, [0.55, 0.08, 0.08], 0),  # -0.25, -0.12, -0.05: prose guesses do not pay
-    ([0.9, 0.8, 0.7], [False] * 3, [0.55, 0.08, 0.08], 3),  # 0.35, 1.07, 1.69
-    ([0.6, 0.2], [False] * 2, [0.55, 0.3], 1),  # 0.05, then 0.05 + 0.2 - 0.3 < 0.05
-    ([1.0, 1.0, 0.5], [True, True, False], [0.55, 0.08, 0.08], 3),  # forced rows reached cost nothing; 0.42
-    ([0.3, 0.21], [False] * 2, [0.0, 0.0], 2),  # free rows (a GPU's small pass): any guess pays
-])
-def test_cut_by_rows(probs, forced, rows, n):
-    assert cut_by_rows(probs, forced, 1.0, rows) == n
-
-
-def test_the_same_guesses_pay_under_a_line_and_not_under_the_curve():
-    """The line through every pass size (c1 + c2 = 0.14 of a step) let 30% prose guesses through; the first row's
-    real price (0.55 of a step) does not."""
-    assert cut_length([0.3, 0.21, 0.15], [False] * 3, 0.86, 0.07, 0.07) > 0
-    assert cut_by_rows([0.3, 0.21, 0.15], [False] * 3, 1.0, [0.55, 0.08, 0.08]) == 0
-
-
-def test_rows_are_priced_by_the_measured_curve():
-    costs = CostModel()
-    for _ in range(3):
-        costs.observe(1, 1, 0.0074)
-        costs.observe(2, 2, 0.0112)
-        costs.observe(4, 4, 0.0117)
-        costs.observe(16, 16, 0.0195)
-        costs.observe(16, 1, 0.0190)  # a logits row: 1/30 ms
-    pricing = Pricing(costs, AcceptanceRates())
-    rows = pricing.rows_s(3)  # SmolLM2 F16 on this CPU: the first row 3.8 ms, then a quarter of a millisecond
-    assert rows == pytest.approx([0.0038, 0.00025, 0.00025], abs=5e-5)
-    assert pricing.cut([0.3, 0.15, 0.07], [False] * 3, rows) == 0 and pricing.cut([0.9, 0.8, 0.7], [False] * 3, rows) == 3
-    assert pricing.cut([0.3, 0.15, 0.07], [False] * 3) == 2  # the line fit's price lets the same guesses through
-    pricing.rates.fixed = True  # seeded sampling: nothing measured decides
-    assert pricing.rows_s(3) == []
