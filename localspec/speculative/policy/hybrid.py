@@ -207,6 +207,12 @@ class HybridDrafter(Drafter):
             self._close_window(self._now)
         probs, tail = self._assemble(req, draft)
         keep = self.pricing.cut(probs, draft.forced)
+        if (keep and cons is None and not self._stepping.intersection(draft.origins[:keep])
+                and not self.pricing.guesses_pay(sum(probs[:keep]), keep)):
+            # Prose guesses from lookups, whose pass would cost more than they are likely to save (pricing.py says
+            # why the cut alone lets them through). The draft model's and the heads' tokens are priced by their own
+            # steps and acceptance (model_price.py), and under a grammar drafts are copies and forced text.
+            keep = 0
         if tail:
             # Forced tokens that end the grammar need no verify pass once they are all that is left (the engine
             # emits them as they are), so after a guess they would only cost rows.

@@ -15,7 +15,9 @@ import pytest
 from localspec.speculative.costs import CostModel
 from localspec.speculative.draft import CandidateDrafter, Draft, DraftRequest
 from localspec.speculative.policy.hybrid import LINE, PROSE, START, HybridDrafter, Priced
-from localspec.speculative.policy.pricing import cut_length
+from localspec.speculative.policy.pricing import Pricing, cut_length
+from localspec.speculative.policy.rates import AcceptanceRates
+from localspec.speculative.profile import FORMAT, CostProfile
 from localspec.speculative.sampling import SamplingParams
 from tests.speculative.fakes import Script
 
@@ -280,3 +282,46 @@ def test_a_line_start_prices_the_draft_down():
         hybrid.rates.learned.update({("ngram", b): 0.99 for b in (START, 1, 2, 3, 4)} | {("ngram", LINE): 0.05})
         return len(hybrid.propose(DraftRequest([0], 32, SamplingParams(), Script([set(range(20, 40))] * 20))))
     assert cut_at(()) == 20 and cut_at((6,)) == 6
+
+
+# -- prose guesses against the pass curve (Pricing.guesses_pay, issue 34) ---------------------------------------
+
+def _profile(curve: dict[int, float]) -> CostProfile:
+    return CostProfile({"format": FORMAT, "target": {"step_s": curve[1], "pass_s": {str(k): v for k, v in curve.items()}},
+                        "draft": None})
+
+
+# SmolLM2 F16 on this 2-core CPU (CostModel.calibrate, quiet): the first drafted row costs half a step, the next few
+# almost nothing. A GPU-like curve: each row a few percent of a step.
+CPU_CURVE = {1: 0.00738, 2: 0.01115, 4: 0.01166, 8: 0.01766, 16: 0.01946, 32: 0.03189}
+GPU_CURVE = {1: 0.010, 2: 0.0102, 4: 0.0106, 8: 0.0114, 16: 0.013, 32: 0.016}
+
+
+@pytest.mark.parametrize("curve, expected, rows, pays", [
+    (CPU_CURVE, 0.3, 1, False),  # one guess at 30%: saves 2.2 ms of a 3.8 ms row
+    (CPU_CURVE, 0.6, 1, True),  # at 60%: 4.4 ms
+    (CPU_CURVE, 0.6, 3, True),  # rows 2 and 3 cost 0.3 ms more
+    (CPU_CURVE, 0.6, 7, False),  # a pass of 8 rows: 10.3 ms over a step
+    (CPU_CURVE, 9.7, 32, True),  # a repeated reply: 25.6 ms for 72 ms saved
+    (GPU_CURVE, 0.3, 1, True),  # a row at 2% of a step: any likely guess pays
+    (GPU_CURVE, 0.0, 1, False),
+])
+def test_guesses_pay_when_they_save_more_steps_than_the_pass_curve_adds(curve, expected, rows, pays):
+    assert Pricing(_profile(curve), AcceptanceRates()).guesses_pay(expected, rows) is pays
+
+
+def test_guesses_pay_is_independent_of_measurements_while_rates_are_fixed():
+    rates = AcceptanceRates()
+    rates.fixed = True  # seeded sampling replays exactly: nothing measured may decide
+    assert Pricing(_profile(CPU_CURVE), rates).pass_extra_s(1) == 0.0
+
+
+@pytest.mark.parametrize("curve, drafted", [(CPU_CURVE, []), (GPU_CURVE, [20, 21])])
+def test_a_prose_guess_drafts_only_where_its_pass_pays(curve, drafted):
+    # An n-gram guess at 25% then 70%: the line fit through the CPU curve prices a row at 0.72 ms, so the cut keeps
+    # both; by the curve their pass costs 4.0 ms more than a step and saves 0.425 steps (3.1 ms): not drafted. On
+    # the GPU-like curve the two rows add 0.4 ms: drafted.
+    hybrid = HybridDrafter(costs=_profile(curve), sources=[Literal("ngram", [20, 21], at=1)])
+    hybrid.rates.learned.update({("ngram" + PROSE, START): 0.25, ("ngram" + PROSE, 1): 0.7})
+    draft = hybrid.propose(DraftRequest([0], 32, SamplingParams()))
+    assert draft.tokens == drafted
