@@ -112,6 +112,10 @@ class HybridDrafter(Drafter):
         self._kinds: dict[str, str] = {}  # label -> the kind of its standing decision
         self._new: dict[str, str] = {}
         self._gates = {False: SourceGate(prose=False), True: SourceGate(prose=True)}
+        # A prose guess left out because its rows would not pay (_pays), judged at the next proposal: (where it
+        # starts in the history, its tokens, their acceptance buckets); the history's length at this proposal.
+        self._shadow: tuple[int, list[int], list[tuple[str, int]]] | None = None
+        self._at = 0
         self._now = self._gates[False]  # the gate of the latest proposal
 
     # -- acceptance bookkeeping --------------------------------------------------------------------------------
@@ -203,16 +207,11 @@ class HybridDrafter(Drafter):
         self.rates.fixed = not req.sampling.greedy and req.sampling.seed is not None
         cons = req.constraint
         self._now = self._gates[cons is None]
+        self._judge_shadow(req.history)
         if not self.rates.fixed:
             self._close_window(self._now)
         probs, tail = self._assemble(req, draft)
         keep = self.pricing.cut(probs, draft.forced)
-        if (keep and cons is None and not self._stepping.intersection(draft.origins[:keep])
-                and not self.pricing.guesses_pay(sum(probs[:keep]), keep)):
-            # Prose guesses from lookups, whose pass would cost more than they are likely to save (pricing.py says
-            # why the cut alone lets them through). The draft model's and the heads' tokens are priced by their own
-            # steps and acceptance (model_price.py), and under a grammar drafts are copies and forced text.
-            keep = 0
         if tail:
             # Forced tokens that end the grammar need no verify pass once they are all that is left (the engine
             # emits them as they are), so after a guess they would only cost rows.
@@ -294,7 +293,8 @@ class HybridDrafter(Drafter):
         if best is None:
             # Forced text, unless a source agrees with it and goes further (a repeated call, a loop).
             fb = self._forced_bytes(cons, room, reach, thr) if cons is not None and self.schema else None
-            best = self._best_candidate(context, room, cons, reach, thr, *(fb or ()))
+            forced, forced_value = fb or (None, -1.0)
+            best = self._best_candidate(context, room, cons, reach, thr, forced, forced_value, len(draft))
         if best is None and cons is not None and self.closers and draft.origins[-1:] != ["schema"]:
             best = self._closer(cons, room, reach, thr)
         for head, price in self.heads if best is None else ():
@@ -338,10 +338,14 @@ class HybridDrafter(Drafter):
             value += max(reach - row_share, 0.0)
         return n, value
 
-    def _best_candidate(self, context, room, cons: Constraint | None, reach, thr, best=None, best_value=-1.0):
+    def _best_candidate(self, context, room, cons: Constraint | None, reach, thr, best=None, best_value=-1.0,
+                        rows_before: int = 0):
         """The sources' candidate with the highest score (`best`, scored `best_value`, unless one beats it).
-        Where `best` is forced text, a source's tokens that spell it are tracked as forced text, not as its guess."""
+        Where `best` is forced text, a source's tokens that spell it are tracked as forced text, not as its guess.
+        In prose a guess whose rows would cost the pass more than it is likely to save is no guess (Pricing.
+        guesses_pay): the draft model is asked instead, and the guess is judged in the shadow (_judge_shadow)."""
         share = self.pricing.row_share()
+        screen = cons is None and not self.rates.fixed
         forced = best.toks if best is not None and best.key == "bytes" else []
         gate = self._now
         for src in self.sources:
@@ -363,6 +367,8 @@ class HybridDrafter(Drafter):
             if not n:
                 continue
             cand.toks = toks[:n]
+            if screen and not self._pays(cand, reach, rows_before):
+                continue
             if best is not None and shared_len(best.toks, cand.toks) < min(n, len(best.toks)):
                 # Different guesses are compared over the same number of tokens: what follows the shorter one is
                 # drafted after it all the same (the rest of a value, the structure after it), so a candidate that
@@ -377,6 +383,32 @@ class HybridDrafter(Drafter):
             if wins:
                 best, best_value = cand, value
         return best
+
+    def _pays(self, cand: Priced, reach: float, rows_before: int) -> bool:
+        """Whether a prose guess's rows pay for what they add to the pass (Pricing.guesses_pay). One that does not,
+        at the start of a draft, is kept as the shadow: judged against the tokens the target writes next, so its
+        source's acceptance is still learned (a guess never drafted would otherwise never be judged, and a source
+        kept out by its prior would stay out where it has become right: a reply that loops)."""
+        expected, p = 0.0, reach
+        for i in range(len(cand.toks)):
+            p *= cand.rate(i)
+            expected += p
+        if self.pricing.guesses_pay(expected, len(cand.toks), rows_before):
+            return True
+        if not rows_before and self._shadow is None:
+            self._shadow = (self._at, list(cand.toks), [cand.bucket(i) for i in range(len(cand.toks))])
+        return False
+
+    def _judge_shadow(self, history: Sequence[int]) -> None:
+        """Judge the guess left out of the last proposal (_pays) by what the target wrote since, as if it had been
+        drafted: the tokens that match were accepted, the first that does not rejected."""
+        shadow, self._shadow, self._at = self._shadow, None, len(history)
+        if shadow is None or self.rates.fixed or len(history) <= shadow[0]:
+            return
+        at, toks, keys = shadow
+        written = history[at: at + len(toks)]
+        n = shared_len(toks, written)
+        self.rates.learn(keys[: min(n + 1, len(written))], n, drift=False)
 
     def _forced_bytes(self, cons: Constraint, room, reach, thr):
         """Text the grammar forces where no token is forced, because it can be split into tokens in more than one

@@ -82,24 +82,26 @@ class Pricing:
         marginal = max(self.costs.cost(17, 17) - self.costs.cost(16, 16), 0.0)
         return min(0.95, (marginal + extra_s) / t1)
 
-    def pass_extra_s(self, rows: int) -> float:
-        """What `rows` drafted rows add to a verify pass, in seconds, from the measured pass curve (the profile's
-        on another machine): a pass of rows + 1 against a plain step, both read off the same curve, so a shape
-        priced from other processes' stalls moves both; never negative (a GPU's 2-row pass can cost less than a
-        step), never more than a step a row. 0.0 before anything is measured or while the rates are fixed."""
+    def pass_extra_s(self, rows: int, before: int = 0) -> float:
+        """What `rows` drafted rows add to a verify pass that already has `before` drafted rows, in seconds, from
+        the measured pass curve (the profile's on another machine): a pass of before + rows + 1 against one of
+        before + 1, both read off the same curve, so a shape priced from other processes' stalls moves both; never
+        negative (a GPU's 2-row pass can cost less than a step), never more than a step a row. 0.0 before anything
+        is measured or while the rates are fixed."""
         if self.fixed or rows < 1 or self.costs.coefficients() is None:
             return 0.0
-        extra = self.costs.cost(rows + 1, rows + 1) - self.costs.cost(1, 1)
+        n = before + rows + 1
+        extra = self.costs.cost(n, n) - self.costs.cost(before + 1, before + 1)
         return min(max(extra, 0.0), rows * self.step_s())
 
-    def guesses_pay(self, expected: float, rows: int) -> bool:
-        """Whether a draft of `rows` guesses, `expected` of them accepted on average, makes a pass worth its cost:
-        a pass of rows + 1 yields 1 + expected tokens where a plain step yields one, so it pays when its extra cost
-        is less than `expected` steps. Why it is asked apart from the cut: the cut prices rows by a line through
+    def guesses_pay(self, expected: float, rows: int, before: int = 0) -> bool:
+        """Whether `rows` guesses, `expected` of them accepted on average, are worth what they add to a pass (after
+        `before` drafted rows): a pass of rows + 1 yields 1 + expected tokens where a plain step yields one, so it
+        pays when its extra cost is less than `expected` steps. Why it is asked apart from the cut: the cut prices rows by a line through
         every pass size, about 1 ms a row for SmolLM2 F16 on this CPU, while the first row of a draft costs half a
         step (a pass of 2 rows 11.2 ms against a 7.4 ms step, of 4 rows 11.7 ms): prose guesses at 20-30%
         acceptance looked worth their rows and cost 5-16% of the reply (issue 34)."""
-        return expected * self.step_s() >= self.pass_extra_s(rows)
+        return expected * self.step_s() >= self.pass_extra_s(rows, before)
 
     def cut(self, probs: Sequence[float], forced: Sequence[bool]) -> int:
         """Where to cut a draft (cut_length) with this machine's unit costs."""

@@ -92,11 +92,12 @@ class AcceptanceRates:
         """A candidate's rates: [first token (bucket `start`), depth 1, ..., depth DEPTHS+, at a break (LINE)]."""
         return [self(key, start)] + [self(key, d) for d in range(1, LINE + 1)]
 
-    def learn(self, judged: Iterable[tuple[str, int] | None], n_accepted: int) -> None:
+    def learn(self, judged: Iterable[tuple[str, int] | None], n_accepted: int, drift: bool = True) -> None:
         """One verify pass: every rate drifts back towards its prior (a source that fell below the cut is no longer
         drafted, so no longer observed, and would stay shut out where it has become right: a model looping on its
-        own text), then the buckets of the judged tokens (the accepted ones and the first rejected one) move."""
-        for key, old in self.learned.items():
+        own text), then the buckets of the judged tokens (the accepted ones and the first rejected one) move.
+        `drift=False`: tokens judged besides a pass (a guess judged in the shadow), no pass to drift by."""
+        for key, old in self.learned.items() if drift else ():
             self.learned[key] = old + DRIFT * (prior(*key) - old)
         for i, bucket in enumerate(judged):
             if i > n_accepted:

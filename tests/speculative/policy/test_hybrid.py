@@ -325,3 +325,33 @@ def test_a_prose_guess_drafts_only_where_its_pass_pays(curve, drafted):
     hybrid.rates.learned.update({("ngram" + PROSE, START): 0.25, ("ngram" + PROSE, 1): 0.7})
     draft = hybrid.propose(DraftRequest([0], 32, SamplingParams()))
     assert draft.tokens == drafted
+
+
+def test_a_guess_left_out_is_judged_in_the_shadow_by_what_the_target_writes():
+    hybrid = HybridDrafter(costs=_profile(CPU_CURVE), sources=[Literal("ngram", [20, 21, 22], at=1)])
+    rates = {("ngram" + PROSE, START): 0.25, ("ngram" + PROSE, 1): 0.7, ("ngram" + PROSE, 2): 0.7}
+    hybrid.rates.learned.update(rates)
+    assert hybrid.propose(DraftRequest([0], 32, SamplingParams())).tokens == []
+    # The target wrote 20, 21, 9: the guess's first two tokens were right, the third wrong; no pass drifted.
+    hybrid.propose(DraftRequest([0, 20, 21, 9], 32, SamplingParams()))
+    learned = hybrid.rates.learned
+    assert learned[("ngram" + PROSE, START)] == pytest.approx(0.85 * 0.25 + 0.15)
+    assert learned[("ngram" + PROSE, 1)] == pytest.approx(0.85 * 0.7 + 0.15)
+    assert learned[("ngram" + PROSE, 2)] == pytest.approx(0.85 * 0.7)
+    # Judged once: the next proposal has nothing left to judge.
+    hybrid.propose(DraftRequest([0, 20, 21, 9, 5], 32, SamplingParams()))
+    assert learned[("ngram" + PROSE, START)] == pytest.approx(0.85 * 0.25 + 0.15)
+
+
+def test_a_guess_left_out_that_keeps_being_right_is_drafted_again():
+    # A reply that loops: the n-gram's guess is right every time; judged in the shadow, its rate climbs until its
+    # rows pay, and it is drafted.
+    hybrid = HybridDrafter(costs=_profile(CPU_CURVE), sources=[Literal("ngram", [20, 21], at=1)])
+    hybrid.rates.learned.update({("ngram" + PROSE, START): 0.1, ("ngram" + PROSE, 1): 0.5})
+    for _ in range(20):
+        if hybrid.propose(DraftRequest([0], 32, SamplingParams())).tokens:
+            break
+        hybrid._judge_shadow([0, 20, 21])  # what the target wrote
+    else:
+        pytest.fail("never drafted")
+    assert hybrid.rates.learned[("ngram" + PROSE, START)] > 0.3  # from 0.1
