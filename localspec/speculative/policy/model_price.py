@@ -95,6 +95,14 @@ class ModelPrice:
         self.reprobe_after = min(2 * self.reprobe_after, REPROBE_MAX)
         return True
 
+    def sit_out_quietly(self) -> bool:
+        """Count one more proposal out without pricing, unless a probe is due at it (then False: the caller prices
+        it, and probe_due() fires)."""
+        if self.out_for + 1 >= self.reprobe_after:
+            return False
+        self.out_for += 1
+        return True
+
     def paid(self) -> None:
         """The model drafted on its price: the schedule starts over."""
         self.out_for, self.reprobe_after = 0, REPROBE_FIRST

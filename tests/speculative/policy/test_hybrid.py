@@ -355,3 +355,21 @@ def test_a_guess_left_out_that_keeps_being_right_is_drafted_again():
     else:
         pytest.fail("never drafted")
     assert hybrid.rates.learned[("ngram" + PROSE, START)] > 0.3  # from 0.1
+
+
+@pytest.mark.parametrize("first, drafted_after", [(0.9, 16), (0.5, None)])
+def test_a_likely_guess_kept_out_by_its_price_alone_is_let_through_now_and_then(first, drafted_after):
+    # Rows priced at a step each (a price taken while the machine stalled): no guess can pay by it. One the source
+    # gets right is let through every RETRY_AFTER proposals, so its pass is timed anew; an unlikely one never is.
+    stalled = {1: 0.010, 2: 0.020, 4: 0.040, 8: 0.080, 16: 0.160, 32: 0.320}
+    hybrid = HybridDrafter(costs=_profile(stalled), sources=[Literal("ngram", [20, 21], at=1)])
+    drafted = []
+    for _ in range(32):
+        hybrid.rates.learned.update({("ngram" + PROSE, START): first, ("ngram" + PROSE, 1): 0.9})  # as judged
+        draft = hybrid.propose(DraftRequest([0], 32, SamplingParams()))
+        hybrid.observe(draft, len(draft))  # right every time it is drafted
+        drafted.append(bool(draft.tokens))
+    if drafted_after is None:
+        assert not any(drafted)
+    else:
+        assert [i + 1 for i, d in enumerate(drafted) if d] == [drafted_after, 2 * drafted_after]
