@@ -155,6 +155,7 @@ class HybridDrafter(Drafter):
             src.finish(tokens, prompt_len)
         for gate in self._gates.values():  # the next generation is new text (policy/gate.py)
             gate.new_text()
+        self._shadow = None  # ... another request's tokens may sit where the guess would have gone
         model_labels = {MODEL} | {g.label(MODEL) for g in self._gates.values()}
         for label in [k for k, kind in self._kinds.items() if kind == "gate" and k not in model_labels]:
             self._on(label)

@@ -97,10 +97,10 @@ class Pricing:
     def guesses_pay(self, expected: float, rows: int, before: int = 0) -> bool:
         """Whether `rows` guesses, `expected` of them accepted on average, are worth what they add to a pass (after
         `before` drafted rows): a pass of rows + 1 yields 1 + expected tokens where a plain step yields one, so it
-        pays when its extra cost is less than `expected` steps. Why it is asked apart from the cut: the cut prices rows by a line through
-        every pass size, about 1 ms a row for SmolLM2 F16 on this CPU, while the first row of a draft costs half a
-        step (a pass of 2 rows 11.2 ms against a 7.4 ms step, of 4 rows 11.7 ms): prose guesses at 20-30%
-        acceptance looked worth their rows and cost 5-16% of the reply (issue 34)."""
+        pays when its extra cost is less than `expected` steps. Why it is asked apart from the cut: the cut prices
+        rows by a line through every pass size, about 1 ms a row for SmolLM2 F16 on this CPU, while the first row
+        of a draft costs half a step (a pass of 2 rows 11.2 ms against a 7.4 ms step, of 4 rows 11.7 ms): prose
+        guesses at 20-30% acceptance looked worth their rows and cost 5-16% of the reply (issue 34)."""
         return expected * self.step_s() >= self.pass_extra_s(rows, before)
 
     def cut(self, probs: Sequence[float], forced: Sequence[bool]) -> int:

@@ -373,3 +373,12 @@ def test_a_likely_guess_kept_out_by_its_price_alone_is_let_through_now_and_then(
         assert not any(drafted)
     else:
         assert [i + 1 for i, d in enumerate(drafted) if d] == [drafted_after, 2 * drafted_after]
+
+
+def test_a_guess_left_out_is_not_judged_against_the_next_request():
+    hybrid = HybridDrafter(costs=_profile(CPU_CURVE), sources=[Literal("ngram", [20, 21, 22], at=1)])
+    hybrid.rates.learned.update({("ngram" + PROSE, START): 0.25, ("ngram" + PROSE, 1): 0.7})
+    assert hybrid.propose(DraftRequest([0], 32, SamplingParams())).tokens == []
+    hybrid.finish([0, 5], 1)  # the reply ended; the next request's tokens are another text
+    hybrid.propose(DraftRequest([0, 20, 21, 22], 32, SamplingParams()))
+    assert hybrid.rates.learned[("ngram" + PROSE, START)] == 0.25
