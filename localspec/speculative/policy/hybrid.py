@@ -20,16 +20,12 @@ from localspec.speculative.indexes.prefix import shared_len
 from localspec.speculative.policy.gate import MODEL, SourceGate, Verdict
 from localspec.speculative.policy.model_price import PLAUSIBLE, ModelPrice, proposal_gain, worth_catching_up
 from localspec.speculative.policy.pricing import Pricing
+from localspec.speculative.policy.prose_screen import ProseScreen
 from localspec.speculative.policy.rates import FLOOR, LINE, PROSE, START, AcceptanceRates, base, depth
 
 if TYPE_CHECKING:  # the draft model's module loads llama.cpp; the policy's tests run without it
     from localspec.speculative.heads.base import HeadDrafter
     from localspec.speculative.sources.draft_model import ModelDrafter
-
-# A prose guess kept out by its pass's price alone is let through once in RETRY_AFTER such proposals, if its first
-# token is at least this likely: its pass is timed anew (HybridDrafter._pays).
-RETRY_AFTER = 16
-RETRY_RATE = 0.6
 
 # A draft model (or head) priced out sits out this many proposals on that price before it is priced again: pricing
 # it at every step cost SmolLM2 F16 0.13 ms of a 8.6 ms step (prose, where it is asked wherever no source guesses),
@@ -122,11 +118,7 @@ class HybridDrafter(Drafter):
         self._kinds: dict[str, str] = {}  # label -> the kind of its standing decision
         self._new: dict[str, str] = {}
         self._gates = {False: SourceGate(prose=False), True: SourceGate(prose=True)}
-        # A prose guess left out because its rows would not pay (_pays), judged at the next proposal: (where it
-        # starts in the history, its tokens, their acceptance buckets); the history's length at this proposal.
-        self._shadow: tuple[int, list[int], list[tuple[str, int]]] | None = None
-        self._at = 0
-        self._screened = 0  # prose guesses kept out by their pass's price since one was let through
+        self.screen = ProseScreen(self.pricing, self.rates)  # prose guesses against the pass curve
         self._quiet: dict[str, int] = {}  # drafter -> proposals it sits out on its last price before pricing again
         self._now = self._gates[False]  # the gate of the latest proposal
 
@@ -155,7 +147,7 @@ class HybridDrafter(Drafter):
             src.finish(tokens, prompt_len)
         for gate in self._gates.values():  # the next generation is new text (policy/gate.py)
             gate.new_text()
-        self._shadow = None  # ... another request's tokens may sit where the guess would have gone
+        self.screen.new_text()
         model_labels = {MODEL} | {g.label(MODEL) for g in self._gates.values()}
         for label in [k for k, kind in self._kinds.items() if kind == "gate" and k not in model_labels]:
             self._on(label)
@@ -220,7 +212,7 @@ class HybridDrafter(Drafter):
         self.rates.fixed = not req.sampling.greedy and req.sampling.seed is not None
         cons = req.constraint
         self._now = self._gates[cons is None]
-        self._judge_shadow(req.history)
+        self.screen.judge(req.history)
         if not self.rates.fixed:
             self._close_window(self._now)
         probs, tail = self._assemble(req, draft)
@@ -356,7 +348,7 @@ class HybridDrafter(Drafter):
         """The sources' candidate with the highest score (`best`, scored `best_value`, unless one beats it).
         Where `best` is forced text, a source's tokens that spell it are tracked as forced text, not as its guess.
         In prose a guess whose rows would cost the pass more than it is likely to save is no guess (Pricing.
-        guesses_pay): the draft model is asked instead, and the guess is judged in the shadow (_judge_shadow)."""
+        guesses_pay): the draft model is asked instead (policy/prose_screen.py)."""
         share = self.pricing.row_share()
         screen = cons is None and not self.rates.fixed
         forced = best.toks if best is not None and best.key == "bytes" else []
@@ -380,7 +372,7 @@ class HybridDrafter(Drafter):
             if not n:
                 continue
             cand.toks = toks[:n]
-            if screen and not self._pays(cand, reach, rows_before):
+            if screen and not self._pays(cand, reach, rows_before):  # prose: worth its rows?
                 continue
             if best is not None and shared_len(best.toks, cand.toks) < min(n, len(best.toks)):
                 # Different guesses are compared over the same number of tokens: what follows the shorter one is
@@ -398,39 +390,12 @@ class HybridDrafter(Drafter):
         return best
 
     def _pays(self, cand: Priced, reach: float, rows_before: int) -> bool:
-        """Whether a prose guess's rows pay for what they add to the pass (Pricing.guesses_pay). One that does not,
-        at the start of a draft, is kept as the shadow: judged against the tokens the target writes next, so its
-        source's acceptance is still learned (a guess never drafted would otherwise never be judged, and a source
-        kept out by its prior would stay out where it has become right: a reply that loops)."""
-        expected, p = 0.0, reach
+        """The prose screen's verdict on a candidate (policy/prose_screen.py)."""
+        probs, p = [], reach
         for i in range(len(cand.toks)):
             p *= cand.rate(i)
-            expected += p
-        if self.pricing.guesses_pay(expected, len(cand.toks), rows_before):
-            self._screened = 0
-            return True
-        self._screened += 1
-        if self._screened >= RETRY_AFTER and reach * cand.rate(0) >= RETRY_RATE:
-            # A guess its source gets right (judged in the shadow) kept out by the price of its pass alone: let it
-            # through now and then, so that pass is timed anew. A price taken while the machine stalled would
-            # otherwise keep it out for good, since a pass shape no draft uses is never timed again (seen: the app's
-            # Gemma turns drafting 5 of 120 tokens in one run of three, 100 in the others).
-            self._screened = 0
-            return True
-        if not rows_before and self._shadow is None:
-            self._shadow = (self._at, list(cand.toks), [cand.bucket(i) for i in range(len(cand.toks))])
-        return False
-
-    def _judge_shadow(self, history: Sequence[int]) -> None:
-        """Judge the guess left out of the last proposal (_pays) by what the target wrote since, as if it had been
-        drafted: the tokens that match were accepted, the first that does not rejected."""
-        shadow, self._shadow, self._at = self._shadow, None, len(history)
-        if shadow is None or self.rates.fixed or len(history) <= shadow[0]:
-            return
-        at, toks, keys = shadow
-        written = history[at: at + len(toks)]
-        n = shared_len(toks, written)
-        self.rates.learn(keys[: min(n + 1, len(written))], n, drift=False)
+            probs.append(p)
+        return self.screen.pays(cand.toks, probs, [cand.bucket(i) for i in range(len(cand.toks))], rows_before)
 
     def _forced_bytes(self, cons: Constraint, room, reach, thr):
         """Text the grammar forces where no token is forced, because it can be split into tokens in more than one

@@ -351,7 +351,7 @@ def test_a_guess_left_out_that_keeps_being_right_is_drafted_again():
     for _ in range(20):
         if hybrid.propose(DraftRequest([0], 32, SamplingParams())).tokens:
             break
-        hybrid._judge_shadow([0, 20, 21])  # what the target wrote
+        hybrid.screen.judge([0, 20, 21])  # what the target wrote
     else:
         pytest.fail("never drafted")
     assert hybrid.rates.learned[("ngram" + PROSE, START)] > 0.3  # from 0.1
