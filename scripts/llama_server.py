@@ -4,6 +4,7 @@ once per version and set of build flags, into a cache folder that outlives the c
     python scripts/llama_server.py            # build if needed, print the path
     python scripts/llama_server.py --path     # print where it would be; exit 1 when it is not built yet
     python scripts/llama_server.py --tool llama-speculative-simple     # another of llama.cpp's programs
+    python scripts/llama_server.py --cpu-flags  # the CMake instruction-set flags for this CPU (.ci/run's CMAKE_ARGS)
 
 `--tool llama-speculative-simple` builds llama.cpp's minimal speculative-decoding loop (examples/, so with
 LLAMA_BUILD_EXAMPLES on, a cache key of its own), which the draft-head tests run on the same tiny files as localspec's
@@ -15,8 +16,8 @@ and its build takes minutes on a small CPU: CI builds it once and reuses it (key
 and the flags, so an upgrade builds a new one). The cache folder is LOCALSPEC_CI_CACHE, else
 $XDG_CACHE_HOME/localspec-ci (~/.cache/localspec-ci).
 
-The flags pin the instruction sets instead of -march=native: llama.cpp's AMX kernels segfault on the CI machine's
-CPU. The binary is linked statically (no libllama.so beside it to go missing) and built without the web UI, curl
+The flags pin the instruction sets instead of -march=native (cpu_flags: AMX kernels segfault on one CI machine,
+AVX-512 is missing on another). The binary is linked statically (no libllama.so beside it to go missing) and built without the web UI, curl
 or OpenSSL (nothing is downloaded at build time, and the tests speak plain HTTP on loopback).
 """
 
@@ -32,7 +33,29 @@ import tarfile
 from importlib import metadata
 from pathlib import Path
 
-CPU_FLAGS = ("-DGGML_NATIVE=OFF", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_AVX512=ON")
+
+
+def cpu_flags(cpuinfo: str | None = None) -> tuple[str, ...]:
+    """The instruction sets pinned for this CPU (its /proc/cpuinfo flags; elsewhere the AVX2 set). Never
+    -march=native: one CI machine advertises AMX, whose llama.cpp kernels segfault on it; and AVX-512 only where the
+    CPU has it, since another (an AMD EPYC without it) dies of an illegal instruction in a build that assumed it."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    have = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            have = set(line.partition(":")[2].split())
+            break
+    flags = ["-DGGML_NATIVE=OFF", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON"]
+    if "avx512f" in have:
+        flags.append("-DGGML_AVX512=ON")
+    return tuple(flags)
+
+
+CPU_FLAGS = cpu_flags()
 BUILD_FLAGS = CPU_FLAGS + ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                            "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
                            "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_CCACHE=OFF", "-DGGML_OPENMP=OFF")
@@ -113,7 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--path", action="store_true", help="print where the binary is; exit 1 if it is not built")
     p.add_argument("--log", metavar="FILE", help="build output to FILE (default: stderr)")
     p.add_argument("--tool", choices=TOOLS, default=SERVER, help="which program (default: llama-server)")
+    p.add_argument("--cpu-flags", action="store_true",
+                   help="print the CMake instruction-set flags for this CPU (CMAKE_ARGS for llama-cpp-python) and exit")
     args = p.parse_args(argv)
+    if args.cpu_flags:
+        print(" ".join(CPU_FLAGS))
+        return 0
     ver = version()
     out = binary_path(ver, args.tool)
     if out.is_file() or args.path:

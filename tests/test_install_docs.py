@@ -42,14 +42,32 @@ def test_readme_installs_from_a_checkout_or_a_git_url_never_from_the_index():
 
 
 def test_the_cpu_flags_line_is_in_the_quick_start():
-    flags = 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON"'
+    flags = 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"'
     quick = section("Quick start")
     assert flags in quick and flags not in section("Install")
+    assert "-DGGML_AVX512=ON" in quick and "avx512f" in quick  # only where the CPU has it (else: illegal instruction)
     line = next(x for x in quick.splitlines() if x.startswith(flags))
     # A rebuild after a first install: without --force pipx does nothing, without --no-cache-dir pip reuses the
     # first wheel; and the reader learns what "misbehave" looks like.
     assert "pipx install --force --pip-args=--no-cache-dir" in line
     assert "Segmentation fault" in quick and "Illegal instruction" in quick
+
+
+@pytest.mark.parametrize("flags,avx512", [
+    ("fpu sse avx2 fma f16c amx_tile amx_int8 avx512f avx512bw", True),  # the AMX machine: AVX-512, never AMX
+    ("fpu sse avx2 fma f16c sha_ni vaes", False),  # an AMD EPYC without AVX-512: a build with it dies
+    (None, False),  # no /proc/cpuinfo flags line (not Linux): the AVX2 set
+])
+def test_llama_cpp_is_built_for_the_instruction_sets_this_cpu_has(flags, avx512):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("llama_server_build", ROOT / "scripts" / "llama_server.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    got = build.cpu_flags(f"processor\t: 0\nflags\t\t: {flags}\n" if flags else "processor\t: 0\n")
+    assert "-DGGML_NATIVE=OFF" in got and "-DGGML_AVX2=ON" in got  # pinned, never -march=native
+    assert ("-DGGML_AVX512=ON" in got) == avx512
+    assert not any("AMX" in f for f in got)
 
 
 def _checkout_copy(dest: Path) -> Path:
