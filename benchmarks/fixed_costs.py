@@ -66,7 +66,7 @@ class FixedCosts(CostModel):
             return None
         return cls(row["c0_ms"] / 1e3, row["c1_ms"] / 1e3, row["c2_ms"] / 1e3, row["step_ms"] / 1e3)
 
-    def observe(self, n_tokens: int, n_rows: int, seconds: float) -> None:
+    def observe(self, n_tokens: int, n_rows: int, seconds: float, depth: int | None = None) -> None:
         pass
 
     @property

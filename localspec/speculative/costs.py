@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from localspec.runtime.timing import steady_state
+from localspec.speculative.depth_scale import DepthScale
 from localspec.speculative.fit import interpolate, least_squares, weighted_median
 
 if TYPE_CHECKING:  # the policy's fast tests use a CostModel without loading llama.cpp
@@ -64,7 +65,7 @@ class PassPrices(Protocol):
     @property
     def measured(self) -> CostModel: ...  # this machine's own figures, whatever prices the policy
 
-    def observe(self, n_tokens: int, n_rows: int, seconds: float) -> None: ...
+    def observe(self, n_tokens: int, n_rows: int, seconds: float, depth: int | None = None) -> None: ...
 
     def coefficients(self) -> tuple[float, float, float] | None: ...
 
@@ -85,9 +86,22 @@ class CostModel:
         self._curve: PassCurve | None = None
         self._dirty = 0
         self._single: float | None = None  # single_token_s, until the next observation
+        # The curve's rows were priced at the calibration depth; far from it they are scaled (depth_scale.py), and
+        # the curve keeps the single step timed there (the live one follows the depth, as `single_token_s`).
+        self.depth = DepthScale()
+        self._base_single: float | None = None
 
     # -- what the run measures ----------------------------------------------------------------------------------
-    def observe(self, n_tokens: int, n_rows: int, seconds: float) -> None:
+    def observe(self, n_tokens: int, n_rows: int, seconds: float, depth: int | None = None) -> None:
+        """One pass of `n_tokens` rows, `n_rows` of them with logits, took `seconds` on a cache of `depth` tokens
+        (None: not said, priced as if at the calibration depth)."""
+        if depth is not None:
+            self.depth.depth = depth
+            if n_tokens > 1 and self.depth.far(depth) and self._curve is not None:
+                # Its rows teach how rows grow with depth; mixed into the calibration's timings they would bend the
+                # curve by wherever the latest drafts happened to run.
+                self.depth.learn(depth, seconds - self.single_token_s(), self._base_pass_s(n_tokens, n_rows))
+                return
         key = (n_tokens, n_rows)
         times = self._shapes.get(key)
         if times is None:
@@ -124,7 +138,7 @@ class CostModel:
         if len({n for n, _ in keys}) < 2:
             return
         weights = [len(self._shapes[k]) ** 0.5 for k in keys]
-        y = [self._medians[k] for k in keys]
+        y = [self._base_single if k == (1, 1) and self._base_single is not None else self._medians[k] for k in keys]
         if len({r for _, r in keys}) > 1:
             coef = least_squares([(1.0, n, r) for n, r in keys], y, weights)
         else:  # one logits-row count throughout: nothing tells a logits row's price apart from the pass's
@@ -134,9 +148,9 @@ class CostModel:
         # The curve: each row count's pass with one logits row (what llama-bench's `pp k` times), from every shape
         # of that row count, the logits rows beyond the first taken off at c2 each.
         by_rows: dict[int, tuple[list[float], list[float]]] = {}
-        for k, w in zip(keys, weights):
+        for k, w, v in zip(keys, weights, y):
             vals, ws = by_rows.setdefault(k[0], ([], []))
-            vals.append(self._medians[k] - c2 * (k[1] - 1))
+            vals.append(v - c2 * (k[1] - 1))
             ws.append(w * w)
         xs = sorted(by_rows)
         self._curve = PassCurve(tuple(xs), tuple(max(weighted_median(*by_rows[n]), 0.0) for n in xs), c2)
@@ -147,30 +161,49 @@ class CostModel:
         return self._coef is not None
 
     def coefficients(self) -> tuple[float, float, float] | None:
-        """(seconds per pass, per token, per logits row) of the line fit, or None before there is one."""
-        return self._coef
+        """(seconds per pass, per token, per logits row) of the line fit, or None before there is one; the rows'
+        prices at the latest depth (depth_scale.py)."""
+        if self._coef is None or self._base_single is None:
+            return self._coef
+        c0, c1, c2 = self._coef
+        f = self.depth.factor()
+        return c0, c1 * f, c2 * f
 
     def pass_s(self, rows: int, logit_rows: int | None = None) -> float:
         """Seconds for one pass of `rows` tokens asking logits for `logit_rows` of them (default: all); 0.0 before
         anything is measured (PassCurve.pass_s)."""
-        return self._curve.pass_s(rows, logit_rows) if self._curve is not None else 0.0
+        if self._curve is None:
+            return 0.0
+        at_base = self._curve.pass_s(rows, logit_rows)
+        if self._base_single is None:
+            return at_base
+        # Today's step (its timings follow the depth), and what the rest adds at calibration depth, scaled to here.
+        return self.single_token_s() + self.depth.factor() * max(at_base - self._base_single, 0.0)
+
+    def _base_pass_s(self, rows: int, logit_rows: int) -> float:
+        """What a pass adds to a single step at the calibration depth."""
+        return self._curve.pass_s(rows, logit_rows) - (self._base_single or 0.0) if self._curve is not None else 0.0
 
     def marginal_row_s(self, k: int) -> float:
-        """What the k-th row of a pass adds, its logits included (PassCurve.marginal_row_s); for k = 1, a step."""
+        """What the k-th row of a pass adds, its logits included (k >= 2; never negative: a pass of 2 rows can cost
+        less than a single step on a GPU, which buys no row for free); for k = 1, a step."""
         if k < 2 or self._curve is None:
             return self.single_token_s() if k < 2 else 0.0
-        return self._curve.marginal_row_s(k)
+        return max(self.pass_s(k, k) - self.pass_s(k - 1, k - 1), 0.0)
 
     def pass_curve(self) -> list[tuple[int, float]]:
-        """[(rows, seconds for a pass of that many rows with one logits row)] as measured (for reports)."""
-        return list(zip(self._curve.rows, self._curve.seconds)) if self._curve is not None else []
+        """[(rows, seconds for a pass of that many rows with one logits row)] at the latest depth (for reports)."""
+        return [(n, self.pass_s(n, 1)) for n in self._curve.rows] if self._curve is not None else []
 
     def single_token_s(self) -> float:
         """One plain decoding step (1 token, 1 logit row): its own median. Kept until the next observation: the
         drafter asks several times per proposal."""
         if self._single is None:
             ones = self._shapes.get((1, 1))
-            self._single = sorted(ones)[len(ones) // 2] if ones else self.pass_s(1, 1)
+            if ones:
+                self._single = sorted(ones)[len(ones) // 2]
+            else:
+                self._single = self._curve.pass_s(1, 1) if self._curve is not None else 0.0
         return self._single
 
     def cost(self, n_tokens: int, n_rows: int | None = None) -> float:
@@ -209,8 +242,22 @@ class CostModel:
         for n, rows in dict.fromkeys(sizes):
             once(n, rows)
         steady_state(lambda: once(1, 1), warm_steps)
+        singles = []
         for _ in range(repeats):
             for n, rows in sizes:
-                self.observe(n, rows, once(n, rows))
+                spent = once(n, rows)
+                self.observe(n, rows, spent)
+                if (n, rows) == (1, 1):
+                    singles.append(spent)
+        if singles:
+            self.calibrated_at(base, sorted(singles)[len(singles) // 2])
+        self._fit()
+
+    def calibrated_at(self, depth: int, single_s: float) -> None:
+        """The curve's timings were taken on a cache of `depth` tokens, where a single step took `single_s`: from
+        now on the rows are priced at the latest pass's depth (depth_scale.py)."""
+        self._base_single = single_s
+        self.depth.calibrated_at(depth)
+        self._stale.update(self._shapes)
         self._fit()
 

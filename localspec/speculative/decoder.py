@@ -299,7 +299,7 @@ class SpecEngine:
         ctx.decode([last] + draft.tokens, flags)
         t_decode = time.perf_counter() - t0
         rows = sum(flags)
-        self.costs.observe(len(draft) + 1, rows, t_decode)
+        self.costs.observe(len(draft) + 1, rows, t_decode, base)
         stats.pass_shapes[(len(draft) + 1, rows)] += 1
         stats.decode_s += t_decode
         stats.target_passes += 1

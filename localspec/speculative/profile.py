@@ -214,8 +214,8 @@ class CostProfile:
         return next(iter(self.heads.values()))[1].pass_s(rows, logit_rows)
 
     # What this machine measures is kept apart.
-    def observe(self, n_tokens: int, n_rows: int, seconds: float) -> None:
-        self.measured.observe(n_tokens, n_rows, seconds)
+    def observe(self, n_tokens: int, n_rows: int, seconds: float, depth: int | None = None) -> None:
+        self.measured.observe(n_tokens, n_rows, seconds, depth)
 
     def calibrate(self, ctx, *args, **kwargs) -> None:
         self.measured.calibrate(ctx, *args, **kwargs)

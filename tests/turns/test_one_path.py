@@ -54,7 +54,7 @@ class FrozenCosts(CostModel):
             super().observe(n, rows, 0.010 + 0.001 * n + 0.002 * rows)
         self._fit()
 
-    def observe(self, n_tokens, n_rows, seconds):
+    def observe(self, n_tokens, n_rows, seconds, depth=None):
         pass
 
 
