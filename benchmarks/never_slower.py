@@ -3,8 +3,9 @@ target alone?
 
 For each pair (an F16 target with a quantized draft of its own family), each front end and each held-out prose
 prompt, the same greedy request runs target-only (`--no-draft`) and with the pair's draft model named, taking turns
-(a drift of the host shifts both alike), `--reps` times; the figure is the engine's own `tokens_per_second` (the
-same measure on every front end: the reply's tokens over its decoding time), its median over the repeats. It
+(a drift of the host shifts both alike; which runs first alternates by repeat), `--reps` times; the figure is the
+engine's own `tokens_per_second` (the same measure on every front end: the reply's tokens over its decoding time),
+its median over the repeats. It
 prints per prompt the ratio drafted / target-only, per front end the mean and the worst prompt, whether the texts
 were identical (they must be, on F16 targets), and serve's target-only speed against run's.
 
@@ -178,7 +179,9 @@ def main(argv=None) -> int:
                 target, draft = PAIRS[pair]()
                 for front in fronts:
                     for name, prompt in prompts.items():
-                        for config in CONFIGS:  # taking turns
+                        # Taking turns, and which goes first alternates with the repeat (ABBA): the second of a
+                        # pair runs on a warmer page cache and a host that drifted, and that must not favour one.
+                        for config in (CONFIGS if rep % 2 == 0 else CONFIGS[::-1]):
                             home = Path(tmp) / f"{pair}-{front}-{name}-{config}-{rep}"
                             home.mkdir()
                             runs.setdefault((pair, front, name, config), []).append(
