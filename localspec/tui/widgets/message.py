@@ -47,7 +47,9 @@ class ChatMessage(Vertical, can_focus=True):
         self._initial = text
         self._stream: MarkdownStream | None = None
         self.plain = False  # shown as plain text: the Markdown view did not show it whole
-        self._waits = 10  # refreshes to wait for a Markdown view without blocks (dropped HTML has none at all)
+        # Refreshes to wait for the Markdown view's blocks to be mounted and laid out before judging what it shows
+        # (dropped HTML has no blocks at all, a dropped list item never takes room: those wait them all).
+        self._waits = 10
 
     @property
     def text(self) -> str:
@@ -80,6 +82,10 @@ class ChatMessage(Vertical, can_focus=True):
             return
         text = display_text(self.text)
         if shows_whole(markdown, text):
+            return
+        if self._waits:  # blocks mounted a moment ago take their size on a later refresh (a busy CPU: several)
+            self._waits -= 1
+            self.call_after_refresh(self.check_markdown)
             return
         self.plain = True
         markdown.display = False
