@@ -28,6 +28,7 @@ class DepthScale:
         self.base: int | None = None  # the depth the curve was calibrated at (None: not calibrated, no scaling)
         self.depth = 0  # the latest pass's depth
         self._slopes: deque[float] = deque(maxlen=window)
+        self._slope: float | None = None  # their median, kept on learning: factor() is asked several times a step
 
     def calibrated_at(self, depth: int) -> None:
         self.base = depth
@@ -44,12 +45,13 @@ class DepthScale:
         lo, hi = FACTOR_RANGE
         ratio = min(max(extra_s / extra_at_base_s, lo), hi)
         self._slopes.append((ratio - 1.0) / (depth - self.base))
+        slopes = sorted(self._slopes)
+        self._slope = slopes[len(slopes) // 2]
 
     def factor(self, depth: int | None = None) -> float:
         """What a row at calibration depth costs here, as a multiple (1.0 before anything is learned)."""
-        if self.base is None or not self._slopes:
+        if self.base is None or self._slope is None:
             return 1.0
         d = self.depth if depth is None else depth
-        slopes = sorted(self._slopes)
         lo, hi = FACTOR_RANGE
-        return min(max(1.0 + slopes[len(slopes) // 2] * (d - self.base), lo), hi)
+        return min(max(1.0 + self._slope * (d - self.base), lo), hi)
