@@ -90,8 +90,12 @@ async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "condition") 
 
 async def settle(pilot) -> None:
     """Until the app has handled every message it has and its animations ran: what it shows now is what it will
-    show (Pilot.pause without a delay waits for the pending messages)."""
+    show (Pilot.pause without a delay waits for the pending messages), and every reply's look at whether its Markdown
+    shows it whole has concluded."""
     await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+    app = pilot.app
+    await wait_for(pilot, lambda: not any(m.judging for m in app.screen.query(ChatMessage)), what="the replies' look")
     await pilot.pause()
 
 

@@ -39,7 +39,7 @@ async def test_reasoning_block_folds_when_the_answer_starts(tmp_path, home):
         blocks = list(app.chat.query(ReasoningBlock))
         assert len(blocks) == 1
         block = blocks[0]
-        assert block.text == "what is it" and block.done and block.collapsed
+        assert (block.text, block.done, block.collapsed) == ("what is it", True, True)
         assert block.title.startswith("Thought") and "tok/s" in block.title and block.tokens > 0
         assert messages(app, "assistant")[-1].text == "hello world"
         assert app.session.history[-1] == {"role": "assistant", "content": "hello world",

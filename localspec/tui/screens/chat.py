@@ -224,10 +224,12 @@ class ChatScreen(Screen):
         await self.send(text)
 
     async def send(self, text: str, tool: str | None = None) -> None:
-        await self.add_message("user", text)
+        # Busy before the message is mounted: an Enter pressed while it mounts (a loaded CPU) must not start a
+        # second turn beside this one (and an Esc meanwhile cancels this turn, not the last one).
         self._cancel = threading.Event()
         host(self).turn_cancel = self._cancel
         self.busy = True
+        await self.add_message("user", text)
         self._run_turn(text, self._cancel, tool)
         self.refresh_header()  # a tool set for this message is used now
         bar = self.top_bar
@@ -296,7 +298,10 @@ class ChatScreen(Screen):
         """Redraw the log from the session's history (a reopened, deleted or edited conversation); `restart`: it
         is another conversation, so the panel's turn figures go and its totals are that conversation's."""
         await self.chat_log.redraw(self.session.history)
-        panel = self.query_one(StatsPanel)
+        panels = self.query(StatsPanel)
+        if not panels:
+            return  # asked for just before the app quit: the screen's widgets were taken down meanwhile
+        panel = panels.first()
         if restart:
             panel.reset()
             self.editing.exchange = None

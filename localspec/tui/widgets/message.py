@@ -8,6 +8,7 @@ model wrote.
 
 from __future__ import annotations
 
+from time import monotonic
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -18,7 +19,7 @@ from textual.widgets import Label, Markdown, Static
 
 from localspec.terminal import display_text
 from localspec.tui.origins import coloured
-from localspec.tui.widgets.shown_whole import shows_whole
+from localspec.tui.widgets.shown_whole import shown_words, words_of
 
 if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
@@ -26,6 +27,12 @@ if TYPE_CHECKING:
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "call": "Tool call (as generated)", "error": "Error",
                "note": "localspec"}
 MARKDOWN_ROLES = ("assistant",)
+# A reply the Markdown view seems to cut is watched this long, and until what it shows stayed the same this many looks
+# in a row, before it is shown as plain text: blocks mounted a moment ago take their size over several layout passes,
+# and on a busy 2-core CPU those can be far apart (a count of refreshes alone ran out there and lost the formatting).
+JUDGE_S = 0.4
+STEADY_LOOKS = 3
+LOOK_EVERY_S = 0.05
 
 
 class ChatMessage(Vertical, can_focus=True):
@@ -47,9 +54,10 @@ class ChatMessage(Vertical, can_focus=True):
         self._initial = text
         self._stream: MarkdownStream | None = None
         self.plain = False  # shown as plain text: the Markdown view did not show it whole
-        # Refreshes to wait for the Markdown view's blocks to be mounted and laid out before judging what it shows
-        # (dropped HTML has no blocks at all, a dropped list item never takes room: those wait them all).
-        self._waits = 10
+        self.judging = False  # a look at the Markdown view is pending (one chain at a time, however many ask)
+        self._judge_until = 0.0
+        self._last_seen: set[str] | None = None
+        self._steady = 0
 
     @property
     def text(self) -> str:
@@ -65,27 +73,37 @@ class ChatMessage(Vertical, can_focus=True):
 
     def on_mount(self) -> None:
         if self.role in MARKDOWN_ROLES and self._initial:
-            self.call_after_refresh(self.check_markdown)
+            self.judge_markdown()
 
     def on_resize(self) -> None:
         if self.role in MARKDOWN_ROLES and not self.plain:
-            self.call_after_refresh(self.check_markdown)  # a narrower view can lose what a wider one showed
+            self.judge_markdown()  # a narrower view can lose what a wider one showed
+
+    def judge_markdown(self) -> None:
+        """Look again, after the next refresh, whether the Markdown view shows the whole reply (the watch restarts:
+        what changed may take its own layout passes)."""
+        self._judge_until = monotonic() + JUDGE_S
+        self._last_seen, self._steady = None, 0
+        if not self.judging:
+            self.judging = True
+            self.call_after_refresh(self.check_markdown)
 
     def check_markdown(self) -> None:
-        """Show the reply as plain text if the Markdown view, once drawn, does not show all of it."""
+        """Show the reply as plain text if the Markdown view, once drawn and steady, does not show all of it."""
+        self.judging = False
         if self.plain or self._stream is not None or not self.text or not self.size.width or self.show_origins:
-            return  # shown as text already, still streaming, nothing to show, not laid out yet, or origins shown
+            return  # shown as text already, still streaming, nothing to show, not laid out yet (its resize looks
+            # again), or origins shown
         markdown = self.query_one(Markdown)
-        if not markdown.children and self._waits:  # its blocks may still be being mounted (or there are none)
-            self._waits -= 1
-            self.call_after_refresh(self.check_markdown)
-            return
         text = display_text(self.text)
-        if shows_whole(markdown, text):
+        seen = shown_words(markdown)
+        if words_of(text) <= seen:
             return
-        if self._waits:  # blocks mounted a moment ago take their size on a later refresh (a busy CPU: several)
-            self._waits -= 1
-            self.call_after_refresh(self.check_markdown)
+        self._steady = self._steady + 1 if seen == self._last_seen else 0
+        self._last_seen = seen
+        if not markdown.size.width or monotonic() < self._judge_until or self._steady < STEADY_LOOKS:
+            self.judging = True  # look again after a pause and a refresh: not a busy loop over idle refreshes
+            self.set_timer(LOOK_EVERY_S, lambda: self.call_after_refresh(self.check_markdown))
             return
         self.plain = True
         markdown.display = False
@@ -110,7 +128,7 @@ class ChatMessage(Vertical, can_focus=True):
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-            self.call_after_refresh(self.check_markdown)
+            self.judge_markdown()
 
     def set_origins(self, on: bool) -> None:
         self.show_origins = on
@@ -119,7 +137,7 @@ class ChatMessage(Vertical, can_focus=True):
             if on:
                 self.query_one(".origins", Static).update(coloured(self.runs))
             else:
-                self.call_after_refresh(self.check_markdown)
+                self.judge_markdown()
         elif self.role == "call":
             self.query_one(".body", Static).update(self._plain())
 

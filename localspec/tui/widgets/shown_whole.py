@@ -14,7 +14,7 @@ import re
 from rich.text import Text
 from textual.content import Content
 from textual.widget import Widget
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 from textual.widgets._markdown import MarkdownBullet
 
 WORD = re.compile(r"[^\W_]+")  # letters and digits: Markdown's own punctuation (*, #, |, `) is not a word
@@ -49,7 +49,3 @@ def shown_words(root: Widget) -> set[str]:
         words.update(WORD.findall(_text(widget)))
         stack.extend(widget.children)
     return words
-
-
-def shows_whole(markdown: Markdown, text: str) -> bool:
-    return words_of(text) <= shown_words(markdown)
