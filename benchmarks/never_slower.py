@@ -6,7 +6,8 @@ prompt, the same greedy request runs target-only (`--no-draft`) and with the pai
 (a drift of the host shifts both alike; which runs first alternates by repeat), `--reps` times; the figure is the
 engine's own `tokens_per_second` (the same measure on every front end: the reply's tokens over its decoding time),
 its median over the repeats. It
-prints per prompt the ratio drafted / target-only, per front end the mean and the worst prompt, whether the texts
+prints per prompt the ratio drafted / target-only (of the two medians, and the median of each repeat's own ratio,
+"paired"), per front end the mean and the worst prompt, whether the texts
 were identical (they must be, on F16 targets), and serve's target-only speed against run's.
 
 Front ends, each on the product's own path and defaults:
@@ -17,6 +18,7 @@ Front ends, each on the product's own path and defaults:
          (benchmarks/app_turn.py; the app's defaults: tools offered, one core left to the screen)
 
     python benchmarks/never_slower.py [--pairs smollm2,gemma] [--frontends run,tools,serve,app] [--reps 3]
+    python benchmarks/never_slower.py --report FILE.json   (the tables again, from a run saved with --json)
 
 Every process gets an empty data folder (no stored calls or generations to draft from), and the same one for both
 configs of a request.
@@ -168,7 +170,15 @@ def main(argv=None) -> int:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--prompts", type=int, default=len(HELDOUT), help="how many of the held-out prompts")
     ap.add_argument("--json", metavar="FILE", help="write every run's figures here too")
+    ap.add_argument("--report", metavar="FILE", help="print the tables of a run saved with --json (runs nothing)")
     a = ap.parse_args(argv)
+    if a.report:
+        saved = json.loads(Path(a.report).read_text())
+        runs = {(e["pair"], e["frontend"], e["prompt"], e["config"]): e["runs"] for e in saved}
+        keys = list(runs)
+        report(runs, list(dict.fromkeys(k[0] for k in keys)), list(dict.fromkeys(k[1] for k in keys)),
+               list(dict.fromkeys(k[2] for k in keys)), min(len(v) for v in runs.values()), a.max_tokens)
+        return 0
     pairs = [p.strip() for p in a.pairs.split(",") if p.strip()]
     fronts = [f.strip() for f in a.frontends.split(",") if f.strip()]
     prompts = dict(list(HELDOUT.items())[:a.prompts])
@@ -198,37 +208,48 @@ def _tps(runs: list[dict], key: str = "tokens_per_second") -> float:
     return statistics.median(r["stats"][key] for r in runs)
 
 
+def _paired(mine: list[dict], base: list[dict]) -> float:
+    """The median of each repeat's own ratio: the two configs of a repeat ran back to back, so a host that drifts
+    between repeats (65-69 against 52-56 tok/s for the same config on the AMD host) moves both sides of it."""
+    return statistics.median(m["stats"]["tokens_per_second"] / b["stats"]["tokens_per_second"]
+                             for m, b in zip(mine, base))
+
+
 def report(runs, pairs, fronts, prompts, reps, max_tokens) -> None:
     print(f"greedy, {max_tokens} tokens, median of {reps} runs each, taking turns; tok/s is the engine's own "
           "(tokens_per_second)")
-    print("| pair | front end | prompt | target-only tok/s | drafted tok/s | ratio | drafted/accepted | same text |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| pair | front end | prompt | target-only tok/s | drafted tok/s | ratio | paired ratio | drafted/accepted | "
+          "same text |")
+    print("|---|---|---|---|---|---|---|---|---|")
     summary = []
     for pair in pairs:
         for front in fronts:
-            ratios = []
+            ratios, paired = [], []
             for name in prompts:
                 base, mine = runs[(pair, front, name, "no-draft")], runs[(pair, front, name, "draft")]
                 r = _tps(mine) / _tps(base)
                 ratios.append(r)
+                paired.append(_paired(mine, base))
                 same = all(m["text"] == b["text"] for m, b in zip(mine, base))
                 drafted = statistics.median(m["stats"]["drafted"] for m in mine)
                 accepted = statistics.median(m["stats"]["accepted"] for m in mine)
                 print(f"| {pair} | {front} | {name} | {_tps(base):.1f} | {_tps(mine):.1f} | {r:.2f}x | "
-                      f"{drafted:.0f}/{accepted:.0f} | {'yes' if same else 'NO'} |")
-            summary.append((pair, front, statistics.mean(ratios), min(ratios)))
+                      f"{paired[-1]:.2f}x | {drafted:.0f}/{accepted:.0f} | {'yes' if same else 'NO'} |")
+            summary.append((pair, front, statistics.mean(ratios), min(ratios), statistics.mean(paired), min(paired)))
     print()
-    print("| pair | front end | mean ratio | worst prompt |")
-    print("|---|---|---|---|")
-    for pair, front, mean, worst in summary:
-        print(f"| {pair} | {front} | {mean:.2f}x | {worst:.2f}x |")
+    print("| pair | front end | mean ratio | worst prompt | mean paired ratio | worst paired |")
+    print("|---|---|---|---|---|---|")
+    for pair, front, mean, worst, pmean, pworst in summary:
+        print(f"| {pair} | {front} | {mean:.2f}x | {worst:.2f}x | {pmean:.2f}x | {pworst:.2f}x |")
     if "serve" in fronts and "run" in fronts:
         print()
         for pair in pairs:
             s = [_tps(runs[(pair, "serve", n, "no-draft")]) / _tps(runs[(pair, "run", n, "no-draft")]) for n in prompts]
+            p = [_paired(runs[(pair, "serve", n, "no-draft")], runs[(pair, "run", n, "no-draft")]) for n in prompts]
             c = [_tps(runs[(pair, "serve", n, "no-draft")], "client_tokens_per_second") for n in prompts]
-            print(f"{pair}: serve target-only / run target-only = {statistics.mean(s):.3f} (engine tok/s; the client "
-                  f"saw {statistics.mean(c):.1f} tok/s with HTTP and prefill)")
+            print(f"{pair}: serve target-only / run target-only = {statistics.mean(s):.3f}, paired by repeat "
+                  f"{statistics.mean(p):.3f} (engine tok/s; the client saw {statistics.mean(c):.1f} tok/s with HTTP "
+                  "and prefill)")
 
 
 if __name__ == "__main__":
