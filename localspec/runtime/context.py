@@ -19,8 +19,11 @@ from localspec.runtime.picks import TopK
 from localspec.runtime.prefixes import PrefillInfo, PrefixStore
 
 Progress = Callable[[int, int], None]  # (tokens evaluated so far, tokens to evaluate)
-FIRST_BATCH = 64  # with a progress callback: the first batch reports early ...
-BATCH_S = 0.25  # ... and later ones are sized to take about this long
+# With a progress callback the batches start at FIRST_BATCH tokens (a long prompt reports within a fraction of a
+# second) and double up to n_batch. A fixed schedule, not one sized by how long the last batch took: how a prompt is
+# split changes the cache's last bits, and a greedy reply that hangs on a near-tie then changed with the machine's
+# load (the app's same turn, target-only on an F16 model, gave three different texts in five runs).
+FIRST_BATCH = 64
 RESTORE_GAIN = 32  # tokens a saved prefix must add over the cache's own reuse to be worth reading from disk
 
 FLASH_ATTN = {"auto": lib.LLAMA_FLASH_ATTN_TYPE_AUTO, "on": lib.LLAMA_FLASH_ATTN_TYPE_ENABLED,
@@ -353,7 +356,8 @@ class Context:
 
         At least the last token is re-evaluated when `logits_last` so its logits are available. `progress(done,
         total)` hears how many of the tokens to evaluate are done: before the first batch and after each one (the
-        batches then start small and grow, so that a long prompt reports within a fraction of a second).
+        batches then start small and double, so that a long prompt reports within a fraction of a second; how the
+        prompt is split depends on its tokens only, never on timing: see FIRST_BATCH).
         """
         t0 = time.perf_counter()
         reused = keep = self.common_prefix(tokens)
@@ -379,16 +383,13 @@ class Context:
             if save_at is not None and start < save_at < end:
                 end = save_at  # stop at the end of a wanted prefix: the cache holds exactly it while it is saved
             last = end == len(tokens)
-            t_batch = time.perf_counter()
             self.decode(tokens[start:end], "last" if (last and logits_last) else "none")
             done = end - keep
             if end == save_at and store is not None and self._save(store.path(tokens[:end]), store):
                 saved = end
             if progress is not None:
                 progress(done, todo)
-                spent = time.perf_counter() - t_batch
-                if spent > 0:  # aim at BATCH_S per batch, within n_batch
-                    size = max(16, min(self.n_batch, int((end - start) * BATCH_S / spent)))
+                size = min(self.n_batch, size * 2)
         self.last_prefill = PrefillInfo(len(tokens), reused, restored, todo, time.perf_counter() - t0, saved)
         return todo
 

@@ -4,6 +4,8 @@ it and then generates exactly what a fresh computation generates; progress is re
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -106,6 +108,29 @@ def test_progress_is_reported_before_and_after_every_batch(model):
     assert seen[0] == (0, 700) and seen[-1] == (700, 700)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen) and len(seen) >= 4  # batches, not one at the end
     assert seen[1][0] <= 64  # the first batch is small: a long prompt says so at once
+
+
+def test_how_a_prompt_is_split_does_not_depend_on_the_machines_load(model):
+    """The split changes the cache's last bits, so a greedy reply at a near-tie followed the load (issue 34's app
+    runs): the same prompt is read in the same batches, however slowly each one goes."""
+    def splits(slow: bool) -> list[int]:
+        ctx = Context(model, SETTINGS)
+        seen: list[int] = []
+
+        def progress(done: int, total: int) -> None:
+            seen.append(done)
+            if slow and done:
+                time.sleep(0.2)  # a busy machine: this batch took long
+
+        try:
+            ctx.prefill(prompt(700, seed=6), progress=progress)
+        finally:
+            ctx.close()
+        return seen
+
+    quick = splits(False)
+    assert quick == splits(True)
+    assert quick[:4] == [0, 64, 64 + 128, 64 + 256]  # the first batch small, then doubling up to n_batch (128)
 
 
 def test_short_prefixes_are_not_worth_a_file_and_old_files_go(model, tmp_path):
