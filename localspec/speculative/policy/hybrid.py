@@ -448,16 +448,23 @@ class HybridDrafter(Drafter):
         if self._quiet.get(key, 0) > 0 and not self.rates.fixed and price.sit_out_quietly():
             self._quiet[key] -= 1  # priced out a moment ago (_asked): the same prices decide the same
             return None
-        rates = self.rates.of_candidate(key, START)
+        rates: list[float] | None = self.rates.of_candidate(key, START)
         if self.rates.fixed:  # seeded sampling: the priors and fixed proportions decide, nothing measured
             thr = self.pricing.threshold()
             if reach * rates[0] < thr:
                 return None
         else:
             thr = self.pricing.threshold(self._token_s(price, cost_ratio))
-            if not self._asked(drafter, price, cost_ratio, req, context, room, reach, rates, thr):
+            rates = self._asked(drafter, price, cost_ratio, req, context, room, reach, rates, thr)
+            if rates is None:
                 return None
-        sub = DraftRequest(context, min(room, drafter.max_len), req.sampling, cons, req.rng)
+        # Only the tokens that can be kept are drafted: _take cuts a candidate where its reach falls below `thr`, by
+        # rates that do not depend on the tokens, so the steps beyond would be paid and thrown away (SmolLM2's
+        # Q4_1 draft made 7 steps a call, 17 in a 128-token reply, for the 1-2 tokens the cut kept).
+        worth, _ = self._take(Priced(key, [0] * min(room, drafter.max_len), key, rates, START), reach, thr)
+        if worth == 0:
+            return None
+        sub = DraftRequest(context, worth, req.sampling, cons, req.rng)
         d = drafter.propose(sub)
         price.observe(drafter.last_call)
         self._now.spend(key, drafter.last_call.steady_s)
@@ -472,11 +479,13 @@ class HybridDrafter(Drafter):
         return price.token_s(cost_ratio * self.pricing.step_s())
 
     def _asked(self, drafter: ModelDrafter | HeadDrafter, price: ModelPrice, cost_ratio: float, req: DraftRequest,
-               context: list[int], room: int, reach: float, rates: list[float], thr: float) -> bool:
+               context: list[int], room: int, reach: float, rates: list[float], thr: float) -> list[float] | None:
         """Whether the draft model (or a head) drafts now: it is not resting (the gate), its first token's
         acceptance beats what a drafted token costs, and tokens it missed are worth catching up. While out it costs
         nothing but, now and then, one step to be priced again, or, where a likelier acceptance than it has shown
-        would pay, a try whose tokens are judged (its acceptance learned)."""
+        would pay, a try whose tokens are judged (its acceptance learned). Returns the acceptance its tokens are
+        priced at (its own; PLAUSIBLE for a try: at its own they would be cut, and a try that drafts but is
+        never verified learns nothing), or None where it does not draft."""
         label = drafter.name
         token_s, step = self._token_s(price, cost_ratio), self.pricing.step_s()
         # A head has no step of its own to time apart from drafting: it is priced again when it is tried.
@@ -495,23 +504,23 @@ class HybridDrafter(Drafter):
                 self._quiet[label] = 0  # priced anew (a probe, or a try): the next proposal reads the new price
                 if reach == 1.0 and thr <= PLAUSIBLE and self._catch_up_pays(drafter, price, req, context, room,
                                                                              [PLAUSIBLE], token_s, step) is None:
-                    return True  # a try: judged like any draft, so its acceptance is learned
+                    return [PLAUSIBLE] * len(rates)  # a try: verified like any draft, so its acceptance is learned
                 if probe is not None:
                     probe()
-            return False
+            return None
         elif reach * rates[0] < thr:
-            return False  # too far into this draft for its guess to pay: nothing to say about the drafter
+            return None  # too far into this draft for its guess to pay: nothing to say about the drafter
         else:
             not_yet = self._catch_up_pays(drafter, price, req, context, room, rates, token_s, step)
             if not_yet is None:
                 if self._kinds.get(label) in ("price", "catch-up"):
                     self._on(label)
                 price.paid()
-                return True
+                return rates
             self._off(label, "catch-up", not_yet)
         if price.probe_due() and probe is not None:
             probe()
-        return False
+        return None
 
     def _catch_up_pays(self, drafter: ModelDrafter | HeadDrafter, price: ModelPrice, req: DraftRequest,
                        context: list[int], room: int, rates: list[float], token_s: float, step: float) -> str | None:

@@ -153,10 +153,13 @@ def _hybrid(pair, costs, token_s=None):
 
 
 def _propose(h, n, start=0, remaining=None):
+    """`n` proposals over a growing context; the last one's draft."""
     prompt = [1] + list(range(300, 340))
+    draft = None
     for i in range(start, start + n):
-        h.propose(DraftRequest(prompt + [400 + j % 50 for j in range(i + 1)], 8, SamplingParams(temperature=0.0),
-                               None, None, remaining))
+        draft = h.propose(DraftRequest(prompt + [400 + j % 50 for j in range(i + 1)], 8,
+                                       SamplingParams(temperature=0.0), None, None, remaining))
+    return draft
 
 
 def test_load_times_the_draft_steps_and_a_batch(pair):
@@ -226,5 +229,25 @@ def test_a_model_that_would_pay_at_a_likelier_acceptance_is_tried_now_and_then(p
     _propose(h, REPROBE_FIRST - 1)
     assert "at least 81% of them must be accepted to pay, and expected 70%" in h.switched_off["model"]
     assert pair.draft_ctx.shapes == before
-    _propose(h, 1, start=REPROBE_FIRST - 1)  # the try: it catches up and drafts, and its tokens are judged
+    draft = _propose(h, 1, start=REPROBE_FIRST - 1)  # the try: it catches up and drafts, and its tokens are judged
     assert model.last_call.fed > STEADY_FEED and model.last_call.drafted > 0
+    # ... by the target: they are in the proposal (priced at the acceptance it was tried for; at its own they
+    # were cut, and a try then cost a catch-up and its steps and learned nothing).
+    assert draft.origins.count("model") == model.last_call.drafted
+
+
+@pytest.mark.parametrize("draft_step", [0.001, 0.004, 0.0075])
+def test_the_model_drafts_only_the_tokens_the_cut_keeps(pair, draft_step):
+    # A dearer draft step raises the acceptance a token needs, and the draft is cut sooner: the model makes only
+    # the steps of the tokens that are kept, not its max_len (8) and then the cut.
+    h, model = _hybrid(pair, _profile(0.010, draft_step, 0.020))
+    calls = []
+    for i in range(REPROBE_FIRST + 4):
+        last = model.last_call
+        draft = _propose(h, 1, start=i)
+        if model.last_call is not last:  # asked in this proposal
+            assert draft.origins.count("model") == model.last_call.drafted
+            assert model.last_call.decodes == model.last_call.drafted - 1  # a step for each kept token after the first
+            calls.append(model.last_call.drafted)
+    assert calls and min(calls) < model.max_len
+
