@@ -448,16 +448,17 @@ class HybridDrafter(Drafter):
         if self._quiet.get(key, 0) > 0 and not self.rates.fixed and price.sit_out_quietly():
             self._quiet[key] -= 1  # priced out a moment ago (_asked): the same prices decide the same
             return None
-        rates: list[float] | None = self.rates.of_candidate(key, START)
+        rates = self.rates.of_candidate(key, START)
         if self.rates.fixed:  # seeded sampling: the priors and fixed proportions decide, nothing measured
             thr = self.pricing.threshold()
             if reach * rates[0] < thr:
                 return None
         else:
             thr = self.pricing.threshold(self._token_s(price, cost_ratio))
-            rates = self._asked(drafter, price, cost_ratio, req, context, room, reach, rates, thr)
-            if rates is None:
+            priced = self._asked(drafter, price, cost_ratio, req, context, room, reach, rates, thr)
+            if priced is None:
                 return None
+            rates = priced
         # Only the tokens that can be kept are drafted: _take cuts a candidate where its reach falls below `thr`, by
         # rates that do not depend on the tokens, so the steps beyond would be paid and thrown away (SmolLM2's
         # Q4_1 draft made 7 steps a call, 17 in a 128-token reply, for the 1-2 tokens the cut kept).
