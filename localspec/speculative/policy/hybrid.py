@@ -483,10 +483,10 @@ class HybridDrafter(Drafter):
                context: list[int], room: int, reach: float, rates: list[float], thr: float) -> list[float] | None:
         """Whether the draft model (or a head) drafts now: it is not resting (the gate), its first token's
         acceptance beats what a drafted token costs, and tokens it missed are worth catching up. While out it costs
-        nothing but, now and then, one step to be priced again, or, where a likelier acceptance than it has shown
-        would pay, a try whose tokens are judged (its acceptance learned). Returns the acceptance its tokens are
-        priced at (its own; PLAUSIBLE for a try: at its own they would be cut, and a try that drafts but is
-        never verified learns nothing), or None where it does not draft."""
+        nothing but, now and then, one step to be priced again (a draft model), or, where a likelier acceptance
+        than it has shown would pay, a try whose tokens are judged (a head, or a price a profile fixed). Returns
+        the acceptance its tokens are priced at (its own; PLAUSIBLE for a try: at its own the cut would drop them,
+        and a try never verified learns nothing), or None where it does not draft."""
         label = drafter.name
         token_s, step = self._token_s(price, cost_ratio), self.pricing.step_s()
         # A head has no step of its own to time apart from drafting: it is priced again when it is tried.
@@ -503,11 +503,16 @@ class HybridDrafter(Drafter):
             self._quiet[label] = QUIET_FOR
             if price.probe_due():
                 self._quiet[label] = 0  # priced anew (a probe, or a try): the next proposal reads the new price
-                if reach == 1.0 and thr <= PLAUSIBLE and self._catch_up_pays(drafter, price, req, context, room,
-                                                                             [PLAUSIBLE], token_s, step) is None:
-                    return [PLAUSIBLE] * len(rates)  # a try: verified like any draft, so its acceptance is learned
                 if probe is not None:
+                    # A draft model is priced again by one step, never tried: a try catches up the context, and on
+                    # this CPU SmolLM2's Q4_1 draft, once its tries were verified, spent 0.28-0.81 s of a 2.5-3 s
+                    # reply on them (the batch after sitting out costs twice its timed price, its caches cold).
                     probe()
+                elif reach == 1.0 and thr <= PLAUSIBLE and self._catch_up_pays(drafter, price, req, context, room,
+                                                                               [PLAUSIBLE], token_s, step) is None:
+                    # A head (or a profile's fixed price) has no step to time: a try, verified like any draft,
+                    # so its acceptance is learned.
+                    return [PLAUSIBLE] * len(rates)
             return None
         elif reach * rates[0] < thr:
             return None  # too far into this draft for its guess to pay: nothing to say about the drafter

@@ -35,9 +35,10 @@ if TYPE_CHECKING:
 
 REPROBE_FIRST = 64  # proposals a priced-out model sits out before its price is taken again ...
 REPROBE_MAX = 1024  # ... doubling while it still does not pay, up to this
-# The acceptance a draft model may turn out to have when it has shown less or nothing yet: where it would pay at
-# this rate it is tried now and then (its tokens judged), where it would not even then, only its price is taken
-# again. (A same-family quantized draft is accepted 70-95% of the time; llama.cpp's MTP heads about 80%.)
+# The acceptance a drafter may turn out to have when it has shown less or nothing yet: a head (or a draft model
+# whose price a profile fixed), which no single step can price again, is tried now and then where it would pay at
+# this rate (its tokens verified, its acceptance learned); a draft model is only priced again by a step (hybrid.py
+# _asked says why). (A same-family quantized draft is accepted 70-95% of the time; llama.cpp's MTP heads about 80%.)
 PLAUSIBLE = 0.9
 TRANSLATE_EMA = 0.2  # weight of a new measurement in a translated draft's running translation price
 HORIZON = 256  # most tokens of a reply counted as still to come when a catch-up is weighed (max_tokens may be 32k)

@@ -236,6 +236,18 @@ def test_a_model_that_would_pay_at_a_likelier_acceptance_is_tried_now_and_then(p
     assert draft.origins.count("model") == model.last_call.drafted
 
 
+def test_a_draft_model_priced_here_is_priced_again_by_a_step_never_tried(pair):
+    # The same prices as above, measured on this machine (no profile): a step can price it again, and a try would
+    # catch up the whole context (on the 2-core CPU 0.28-0.81 s of a SmolLM2 reply).
+    h, model = _hybrid(pair, _costs(step=0.010), token_s=0.0075)
+    before = pair.draft_ctx.shapes.copy()
+    _propose(h, REPROBE_FIRST - 1)
+    assert "must be accepted to pay, and expected 70%" in h.switched_off["model"]
+    draft = _propose(h, 1, start=REPROBE_FIRST - 1)
+    assert pair.draft_ctx.shapes - before == {(1, 1): 1} and pair.draft_ctx.n_past == 0  # one step, rolled back
+    assert "model" not in draft.origins
+
+
 @pytest.mark.parametrize("draft_step", [0.001, 0.004, 0.0075])
 def test_the_model_drafts_only_the_tokens_the_cut_keeps(pair, draft_step):
     # A dearer draft step raises the acceptance a token needs, and the draft is cut sooner: the model makes only
